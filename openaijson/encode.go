@@ -1,0 +1,252 @@
+package openaijson
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// alwaysLists are repeated fields written even when empty, because OpenAI does:
+// a usage chunk has "choices": [], an empty model list has "data": [].
+var alwaysLists = map[protoreflect.Name]bool{"choices": true, "data": true}
+
+// Marshal encodes msg as OpenAI-shaped JSON.
+func Marshal(msg proto.Message) []byte {
+	return Append(make([]byte, 0, 512), msg)
+}
+
+// Append appends the JSON encoding of msg to b.
+func Append(b []byte, msg proto.Message) []byte {
+	return appendMessage(b, msg.ProtoReflect())
+}
+
+func appendMessage(b []byte, m protoreflect.Message) []byte {
+	md := m.Descriptor()
+	switch md.FullName() {
+	case "google.protobuf.Struct":
+		return appendStruct(b, m.Interface().(*structpb.Struct), nil)
+	case "google.protobuf.Value":
+		return appendValue(b, m.Interface().(*structpb.Value))
+	case "google.protobuf.ListValue":
+		return appendList(b, m.Interface().(*structpb.ListValue))
+	}
+	b = append(b, '{')
+	first := true
+	fields := md.Fields()
+	var extraFd protoreflect.FieldDescriptor
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		if fd.Name() == ExtraField && extraField(md) != nil {
+			extraFd = fd
+			continue
+		}
+		switch {
+		case fd.IsList():
+			if m.Get(fd).List().Len() == 0 && !alwaysLists[fd.Name()] {
+				continue
+			}
+		case fd.IsMap():
+			if m.Get(fd).Map().Len() == 0 {
+				continue
+			}
+		case fd.HasPresence():
+			if !m.Has(fd) {
+				continue
+			}
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendString(b, string(fd.Name()))
+		b = append(b, ':')
+		b = appendField(b, m.Get(fd), fd)
+	}
+	if extraFd != nil && m.Has(extraFd) {
+		extra := m.Get(extraFd).Message().Interface().(*structpb.Struct)
+		b = appendMembers(b, extra, fields, first)
+	}
+	return append(b, '}')
+}
+
+// appendMembers writes extra's members (sorted, for stable output) into an open
+// object, skipping names that a known field already wrote.
+func appendMembers(b []byte, extra *structpb.Struct, known protoreflect.FieldDescriptors, first bool) []byte {
+	keys := make([]string, 0, len(extra.GetFields()))
+	for k := range extra.GetFields() {
+		if known != nil && known.ByName(protoreflect.Name(k)) != nil {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = appendValue(b, extra.Fields[k])
+	}
+	return b
+}
+
+func appendField(b []byte, v protoreflect.Value, fd protoreflect.FieldDescriptor) []byte {
+	switch {
+	case fd.IsList():
+		list := v.List()
+		b = append(b, '[')
+		for i := 0; i < list.Len(); i++ {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendSingle(b, list.Get(i), fd)
+		}
+		return append(b, ']')
+	case fd.IsMap():
+		mp := v.Map()
+		keys := make([]string, 0, mp.Len())
+		mp.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
+			keys = append(keys, k.String())
+			return true
+		})
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = appendSingle(b, mp.Get(protoreflect.ValueOfString(k).MapKey()), fd.MapValue())
+		}
+		return append(b, '}')
+	}
+	return appendSingle(b, v, fd)
+}
+
+func appendSingle(b []byte, v protoreflect.Value, fd protoreflect.FieldDescriptor) []byte {
+	switch fd.Kind() {
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return appendMessage(b, v.Message())
+	case protoreflect.StringKind:
+		return appendString(b, v.String())
+	case protoreflect.BoolKind:
+		return strconv.AppendBool(b, v.Bool())
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return strconv.AppendInt(b, v.Int(), 10)
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return strconv.AppendUint(b, v.Uint(), 10)
+	case protoreflect.DoubleKind, protoreflect.FloatKind:
+		return appendFloat(b, v.Float())
+	case protoreflect.EnumKind:
+		if ev := fd.Enum().Values().ByNumber(v.Enum()); ev != nil {
+			return appendString(b, string(ev.Name()))
+		}
+		return strconv.AppendInt(b, int64(v.Enum()), 10)
+	case protoreflect.BytesKind:
+		return appendString(b, string(v.Bytes()))
+	}
+	return append(b, "null"...)
+}
+
+func appendFloat(b []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(b, "null"...)
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return strconv.AppendInt(b, int64(f), 10)
+	}
+	return strconv.AppendFloat(b, f, 'g', -1, 64)
+}
+
+func appendStruct(b []byte, s *structpb.Struct, known protoreflect.FieldDescriptors) []byte {
+	b = append(b, '{')
+	b = appendMembers(b, s, known, true)
+	return append(b, '}')
+}
+
+func appendList(b []byte, l *structpb.ListValue) []byte {
+	b = append(b, '[')
+	for i, v := range l.GetValues() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendValue(b, v)
+	}
+	return append(b, ']')
+}
+
+func appendValue(b []byte, v *structpb.Value) []byte {
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_StringValue:
+		return appendString(b, k.StringValue)
+	case *structpb.Value_NumberValue:
+		return appendFloat(b, k.NumberValue)
+	case *structpb.Value_BoolValue:
+		return strconv.AppendBool(b, k.BoolValue)
+	case *structpb.Value_StructValue:
+		return appendStruct(b, k.StructValue, nil)
+	case *structpb.Value_ListValue:
+		return appendList(b, k.ListValue)
+	}
+	return append(b, "null"...)
+}
+
+const hex = "0123456789abcdef"
+
+// appendString writes s as a JSON string; invalid UTF-8 becomes U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,79 @@
+package openaijson_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/openaijson"
+)
+
+func TestRequestRoundTripKeepsUnknownMembers(t *testing.T) {
+	t.Parallel()
+	in := `{"model":"up/gpt-4o","messages":[{"role":"user","content":"hi","cache_control":{"type":"ephemeral"}},
+	 {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}],
+	 "temperature":0,"seed":9007199254740991,"stop":["a","b"],"top_k":40,"vendor":{"x":[1,2.5,"s"]},
+	 "logit_bias":{"50256":-100},"stream":true,"stream_options":{"include_usage":true}}`
+	var req pb.ChatCompletionRequest
+	require.NoError(t, openaijson.Unmarshal([]byte(in), &req))
+	require.Equal(t, "up/gpt-4o", req.GetModel())
+	require.NotNil(t, req.Temperature)
+	require.Equal(t, int64(9007199254740991), req.GetSeed())
+	require.Equal(t, float64(40), req.GetExtra().GetFields()["top_k"].GetNumberValue())
+
+	out := openaijson.Marshal(&req)
+	require.JSONEq(t, in, string(out))
+}
+
+func TestResponseWritesOpenAIShapes(t *testing.T) {
+	t.Parallel()
+	finish := "stop"
+	resp := &pb.ChatCompletion{Id: "x", Object: "chat.completion", Created: 1795997379, Model: "m",
+		Choices: []*pb.Choice{{Index: 0, FinishReason: &finish, Message: &pb.ChatMessage{Role: "assistant"}}},
+		Usage: &pb.Usage{}}
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(openaijson.Marshal(resp), &got))
+	require.Equal(t, float64(1795997379), got["created"], "created is a number")
+	choice := got["choices"].([]any)[0].(map[string]any)
+	require.Contains(t, choice, "index")
+	require.NotContains(t, choice, "logprobs")
+	require.Equal(t, float64(0), got["usage"].(map[string]any)["total_tokens"])
+
+	chunk := &pb.ChatCompletionChunk{Id: "x", Usage: &pb.Usage{TotalTokens: 3}}
+	require.NoError(t, json.Unmarshal(openaijson.Marshal(chunk), &got))
+	require.Equal(t, []any{}, got["choices"], "usage chunk carries empty choices")
+}
+
+func TestDecodeErrorsNameTheParam(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ body, param string }{
+		{`{"model": 3}`, "model"},
+		{`{"temperature": "hot"}`, "temperature"},
+		{`{"messages": [{"role": 1}]}`, "messages[0].role"},
+		{`{"messages": {}}`, "messages"},
+		{`{"n": 1.5}`, "n"},
+		{`{"max_tokens": 99999999999}`, "max_tokens"},
+		{`{"stream": "yes"}`, "stream"},
+		{`[1]`, ""},
+		{`{"model": "x"`, ""},
+		{``, ""},
+	}
+	for _, c := range cases {
+		var req pb.ChatCompletionRequest
+		err := openaijson.Unmarshal([]byte(c.body), &req)
+		var de *openaijson.Error
+		require.ErrorAs(t, err, &de, c.body)
+		require.Equal(t, c.param, de.Param, c.body)
+	}
+}
+
+func TestStringEscaping(t *testing.T) {
+	t.Parallel()
+	s := "quote\" back\\ nl\n tab\t ctl\x01 bad\xff ok é \u2028"
+	msg := &pb.ChatMessage{Role: s}
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(openaijson.Marshal(msg), &got))
+	require.Equal(t, "quote\" back\\ nl\n tab\t ctl\x01 bad\ufffd ok é \u2028", got["role"])
+}
