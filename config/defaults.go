@@ -1,0 +1,86 @@
+package config
+
+import "time"
+
+// Built-in server defaults. The README's settings table is checked against these.
+const (
+	DefaultHTTPAddr          = "127.0.0.1:8080"
+	DefaultGRPCAddr          = "127.0.0.1:9090"
+	DefaultMaxBodyBytes      = 8 << 20
+	DefaultStreamIdleTimeout = 60 * time.Second
+	DefaultShutdownTimeout   = 10 * time.Second
+	DefaultDataDir           = "./data"
+
+	DefaultConnectTimeout        = 10 * time.Second
+	DefaultResponseHeaderTimeout = 10 * time.Minute
+	DefaultProviderTimeout       = 10 * time.Minute
+
+	DefaultSimulatorTokens = 24
+	// SimulatorName is the provider added when none is configured.
+	SimulatorName = "simulator"
+)
+
+func applyDefaults(cfg *Config) {
+	s := &cfg.Server
+	if s.HTTPAddr == "" {
+		s.HTTPAddr = DefaultHTTPAddr
+	}
+	if s.GRPCAddr == "" {
+		s.GRPCAddr = DefaultGRPCAddr
+	}
+	if s.MaxBodyBytes == 0 {
+		s.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if s.StreamIdleTimeout == 0 {
+		s.StreamIdleTimeout = DefaultStreamIdleTimeout
+	}
+	if s.ShutdownTimeout == 0 {
+		s.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if s.DataDir == "" {
+		s.DataDir = DefaultDataDir
+	}
+	if len(cfg.Providers) == 0 {
+		cfg.Providers = map[string]*Provider{SimulatorName: {Type: "simulator"}}
+	}
+	for _, p := range cfg.Providers {
+		if p == nil {
+			continue
+		}
+		if p.ConnectTimeout == 0 {
+			p.ConnectTimeout = DefaultConnectTimeout
+		}
+		if p.ResponseHeaderTimeout == 0 {
+			p.ResponseHeaderTimeout = DefaultResponseHeaderTimeout
+		}
+		if p.Timeout == 0 {
+			p.Timeout = DefaultProviderTimeout
+		}
+		if p.StreamIdleTimeout == 0 {
+			p.StreamIdleTimeout = s.StreamIdleTimeout
+		}
+		if p.Type == "simulator" && p.Simulator.Tokens == 0 {
+			p.Simulator.Tokens = DefaultSimulatorTokens
+		}
+		if p.BaseURL == "" {
+			switch p.Type {
+			case "openai":
+				p.BaseURL = "https://api.openai.com/v1"
+			case "ollama":
+				p.BaseURL = "http://localhost:11434/v1"
+			case "vllm":
+				p.BaseURL = "http://localhost:8000/v1"
+			case "openrouter":
+				p.BaseURL = "https://openrouter.ai/api/v1"
+			case "anthropic":
+				p.BaseURL = "https://api.anthropic.com/v1"
+			}
+		}
+	}
+}
+
+// ProviderTypes are the accepted provider types and whether Switchyard can call them yet.
+var ProviderTypes = map[string]bool{
+	"openai": true, "openrouter": true, "vllm": true, "ollama": true, "groq": true,
+	"xai": true, "simulator": true, "anthropic": false,
+}

@@ -1,0 +1,115 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// applyEnv adds providers found in the environment and sets global resilience
+// defaults from the variables SPEC §5 lists. YAML values win over the environment.
+func applyEnv(cfg *Config, env func(string) (string, bool)) error {
+	get := func(k string) string { v, _ := env(k); return strings.TrimSpace(v) }
+	if v := get("SWITCHYARD_MASTER_KEY"); v != "" && cfg.Server.MasterKey == "" {
+		cfg.Server.MasterKey = Secret(v)
+	}
+	if v := get("SWITCHYARD_ADMIN_KEY"); v != "" && cfg.Server.AdminKey == "" {
+		cfg.Server.AdminKey = Secret(v)
+	}
+	if cfg.Providers == nil {
+		cfg.Providers = map[string]*Provider{}
+	}
+	addProvider := func(name string, p *Provider) {
+		if _, ok := cfg.Providers[name]; !ok {
+			cfg.Providers[name] = p
+		}
+	}
+	if key := get("OPENAI_API_KEY"); key != "" {
+		base := get("OPENAI_BASE_URL")
+		if base == "" {
+			base = "https://api.openai.com/v1"
+		}
+		addProvider("openai", &Provider{Type: "openai", BaseURL: base, APIKey: Secret(key)})
+	}
+	if base := get("OLLAMA_BASE_URL"); base != "" {
+		addProvider("ollama", &Provider{Type: "ollama", BaseURL: base})
+	}
+	if base := get("VLLM_BASE_URL"); base != "" {
+		addProvider("vllm", &Provider{Type: "vllm", BaseURL: base})
+	}
+
+	var errs []string
+	r, cb := &cfg.Resilience.Retry, &cfg.Resilience.CircuitBreaker
+	setInt := func(k string, dst **int) {
+		if v := get(k); v != "" && *dst == nil {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%s=%q: not an integer", k, v))
+				return
+			}
+			*dst = &n
+		}
+	}
+	setFloat := func(k string, dst **float64) {
+		if v := get(k); v != "" && *dst == nil {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%s=%q: not a number", k, v))
+				return
+			}
+			*dst = &f
+		}
+	}
+	setDur := func(k string, dst **time.Duration) {
+		if v := get(k); v != "" && *dst == nil {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%s=%q: not a duration (e.g. 500ms, 2s)", k, v))
+				return
+			}
+			*dst = &d
+		}
+	}
+	setBool := func(k string, dst **bool) {
+		if v := get(k); v != "" && *dst == nil {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%s=%q: not a boolean", k, v))
+				return
+			}
+			*dst = &b
+		}
+	}
+	setList := func(k string, dst **StatusList) {
+		if v, ok := env(k); ok && *dst == nil {
+			l := StatusList{}
+			for _, s := range strings.Split(v, ",") {
+				if s = strings.TrimSpace(s); s != "" {
+					l = append(l, s)
+				}
+			}
+			*dst = &l
+		}
+	}
+	setList("RETRY_ON_STATUSES", &r.RetryOnStatuses)
+	setInt("RETRY_MAX_RETRIES", &r.MaxRetries)
+	setDur("RETRY_INITIAL_BACKOFF", &r.InitialBackoff)
+	setDur("RETRY_MAX_BACKOFF", &r.MaxBackoff)
+	setFloat("RETRY_BACKOFF_FACTOR", &r.BackoffFactor)
+	setFloat("RETRY_JITTER_FACTOR", &r.JitterFactor)
+	setList("CIRCUIT_BREAKER_FAILURE_ON_STATUSES", &cb.FailureOnStatuses)
+	if v := get("CIRCUIT_BREAKER_SCOPE"); v != "" && cb.Scope == nil {
+		cb.Scope = &v
+	}
+	setBool("CIRCUIT_BREAKER_ENABLED", &cb.Enabled)
+	setInt("CIRCUIT_BREAKER_FAILURE_THRESHOLD", &cb.FailureThreshold)
+	setInt("CIRCUIT_BREAKER_SUCCESS_THRESHOLD", &cb.SuccessThreshold)
+	setDur("CIRCUIT_BREAKER_TIMEOUT", &cb.Timeout)
+	setDur("CIRCUIT_BREAKER_SLOW_CALL_THRESHOLD", &cb.SlowCallThreshold)
+	setBool("FAILOVER_ENABLED", &cfg.Failover.Enabled)
+	if len(errs) > 0 {
+		return fmt.Errorf("environment: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,141 @@
+// Package config defines Switchyard's configuration: one YAML file with ${VAR} and
+// ${VAR:-default} expansion, environment defaults, and validation that reports every
+// problem at once with the key path.
+package config
+
+import "time"
+
+// Config is the whole configuration file.
+type Config struct {
+	// Server is the listening side: addresses, keys, limits.
+	Server Server `yaml:"server"`
+	// Providers are the upstreams, by the name used in "provider/model".
+	Providers map[string]*Provider `yaml:"providers"`
+	// Resilience is the global retry and breaker block every provider inherits.
+	Resilience Resilience `yaml:"resilience"`
+	// VirtualModels route one model name to several targets.
+	VirtualModels []VirtualModel `yaml:"virtual_models"`
+	// Failover holds the global failover defaults for virtual models.
+	Failover Failover `yaml:"failover"`
+}
+
+// Server configures the listeners.
+type Server struct {
+	// HTTPAddr is the REST listener (OpenAI-compatible API, health, metrics).
+	HTTPAddr string `yaml:"http_addr"`
+	// GRPCAddr is the gRPC listener.
+	GRPCAddr string `yaml:"grpc_addr"`
+	// MasterKey, when set, is required as a bearer token on inference calls.
+	MasterKey Secret `yaml:"master_key"`
+	// AdminKey, when set, is required as a bearer token on admin calls.
+	AdminKey Secret `yaml:"admin_key"`
+	// AllowUnauthenticated permits binding a non-loopback address without keys.
+	AllowUnauthenticated bool `yaml:"allow_unauthenticated"`
+	// MaxBodyBytes limits request bodies; larger ones get 413.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// StreamIdleTimeout limits each gap between upstream stream reads after the first byte.
+	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
+	// ShutdownTimeout is the drain deadline for in-flight calls on SIGTERM.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// DataDir holds runtime state (e.g. virtual models created through the admin API).
+	DataDir string `yaml:"data_dir"`
+}
+
+// Provider is one upstream.
+type Provider struct {
+	// Type is the wire format: openai (also openrouter, vllm, ollama, groq, xai,
+	// azure-style OpenAI-compatible servers), anthropic (not built yet), simulator.
+	Type string `yaml:"type"`
+	// BaseURL is the API root, e.g. https://api.openai.com/v1.
+	BaseURL string `yaml:"base_url"`
+	// APIKey is sent as a bearer token upstream.
+	APIKey Secret `yaml:"api_key"`
+	// Models are served even when discovery (GET {base_url}/models) fails.
+	Models []string `yaml:"models"`
+	// Headers are added to every upstream request.
+	Headers map[string]string `yaml:"headers"`
+	// ConnectTimeout bounds dialling the upstream.
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	// ResponseHeaderTimeout bounds the wait for response headers (non-stream calls).
+	ResponseHeaderTimeout time.Duration `yaml:"response_header_timeout"`
+	// Timeout bounds a whole non-stream attempt.
+	Timeout time.Duration `yaml:"timeout"`
+	// StreamIdleTimeout overrides server.stream_idle_timeout for this provider.
+	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
+	// Resilience overrides the global block field by field.
+	Resilience Resilience `yaml:"resilience"`
+	// Simulator tunes the simulator provider.
+	Simulator Simulator `yaml:"simulator"`
+}
+
+// Simulator tunes the built-in simulator provider.
+type Simulator struct {
+	// TimeToFirstToken delays the first token.
+	TimeToFirstToken time.Duration `yaml:"time_to_first_token"`
+	// TokenDelay is the gap between tokens.
+	TokenDelay time.Duration `yaml:"token_delay"`
+	// Tokens is the answer length in tokens (words).
+	Tokens int `yaml:"tokens"`
+}
+
+// Resilience is a retry and breaker block. Every field is optional: unset fields
+// inherit (provider → global → environment → built-in default).
+type Resilience struct {
+	// Retry tunes the retry sequence.
+	Retry Retry `yaml:"retry"`
+	// CircuitBreaker tunes the breaker.
+	CircuitBreaker CircuitBreaker `yaml:"circuit_breaker"`
+}
+
+// Retry is the retry block.
+type Retry struct {
+	MaxRetries      *int           `yaml:"max_retries"`
+	InitialBackoff  *time.Duration `yaml:"initial_backoff"`
+	MaxBackoff      *time.Duration `yaml:"max_backoff"`
+	BackoffFactor   *float64       `yaml:"backoff_factor"`
+	JitterFactor    *float64       `yaml:"jitter_factor"`
+	RetryOnStatuses *StatusList    `yaml:"retry_on_statuses"`
+	// BudgetPercent caps concurrent retries at this share of in-flight requests.
+	BudgetPercent *float64 `yaml:"budget_percent"`
+	// BudgetMinConcurrency is the retry budget's floor.
+	BudgetMinConcurrency *int `yaml:"budget_min_concurrency"`
+}
+
+// CircuitBreaker is the breaker block.
+type CircuitBreaker struct {
+	Enabled           *bool          `yaml:"enabled"`
+	Scope             *string        `yaml:"scope"`
+	FailureOnStatuses *StatusList    `yaml:"failure_on_statuses"`
+	FailureThreshold  *int           `yaml:"failure_threshold"`
+	SuccessThreshold  *int           `yaml:"success_threshold"`
+	Timeout           *time.Duration `yaml:"timeout"`
+	SlowCallThreshold *time.Duration `yaml:"slow_call_threshold"`
+}
+
+// VirtualModel routes requests for Source across Targets.
+type VirtualModel struct {
+	// Source is the model name clients send.
+	Source string `yaml:"source"`
+	// Strategy picks the first target: failover (default), round_robin, weighted.
+	Strategy string `yaml:"strategy"`
+	// Targets are "provider/model" names, in failover order.
+	Targets []Target `yaml:"targets"`
+	// Failover says whether the remaining targets are tried on failover-eligible errors.
+	Failover *Failover `yaml:"failover"`
+}
+
+// Target is one virtual model target.
+type Target struct {
+	// Model is "provider/model".
+	Model string `yaml:"model"`
+	// Weight is used by the weighted strategy (default 1).
+	Weight *int `yaml:"weight"`
+}
+
+// Failover tunes failover; in YAML it is a block or a plain boolean (enabled).
+type Failover struct {
+	Enabled         *bool       `yaml:"enabled"`
+	RetryOnStatuses *StatusList `yaml:"retry_on_statuses"`
+	RetryOnErrors   []string    `yaml:"retry_on_errors"`
+	MaxAttempts     *int        `yaml:"max_attempts"`
+}
