@@ -1,0 +1,161 @@
+// Package app wires a configuration into a running Switchyard: providers, router,
+// server and listeners. cmd/switchyard and the end-to-end tests use it alike.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/providers"
+	"github.com/switchyard/switchyard/providers/openai"
+	"github.com/switchyard/switchyard/providers/simulator"
+	"github.com/switchyard/switchyard/router"
+	"github.com/switchyard/switchyard/server"
+)
+
+// discoveryTimeout bounds model discovery at start.
+const discoveryTimeout = 5 * time.Second
+
+// App is a started Switchyard.
+type App struct {
+	log      *slog.Logger
+	server   *server.Server
+	grpcLis  net.Listener
+	httpLis  net.Listener
+	done     chan error
+	stopOnce chan struct{}
+}
+
+// Start builds everything from cfg, binds the listeners and starts serving.
+func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, error) {
+	if err := checkExposure(cfg, log); err != nil {
+		return nil, err
+	}
+	targets, err := buildTargets(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	rt := router.New(log, targets)
+	rt.Discover(ctx, discoveryTimeout)
+	if len(rt.Models()) == 0 {
+		log.Warn("no models available yet: requests will get 503 until a provider's discovery succeeds")
+	}
+	srv, err := server.New(server.Config{
+		Log: log, Router: rt, MaxBodyBytes: cfg.Server.MaxBodyBytes, ShutdownTimeout: cfg.Server.ShutdownTimeout,
+		Keys: server.Keys{Master: string(cfg.Server.MasterKey), Admin: string(cfg.Server.AdminKey)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	var lc net.ListenConfig
+	grpcLis, err := lc.Listen(ctx, "tcp", cfg.Server.GRPCAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen gRPC on %s: %w", cfg.Server.GRPCAddr, err)
+	}
+	httpLis, err := lc.Listen(ctx, "tcp", cfg.Server.HTTPAddr)
+	if err != nil {
+		grpcLis.Close()
+		return nil, fmt.Errorf("listen HTTP on %s: %w", cfg.Server.HTTPAddr, err)
+	}
+	a := &App{log: log, server: srv, grpcLis: grpcLis, httpLis: httpLis, done: make(chan error, 1)}
+	go func() { a.done <- srv.Serve(grpcLis, httpLis) }()
+	models := rt.Models()
+	ids := make([]string, 0, len(models))
+	for _, m := range models {
+		ids = append(ids, m.ID)
+	}
+	log.Info("Switchyard is serving", "http", "http://"+httpLis.Addr().String(), "grpc", grpcLis.Addr().String(),
+		"providers", len(targets), "models", ids)
+	return a, nil
+}
+
+// HTTPAddr is the bound REST address.
+func (a *App) HTTPAddr() string { return a.httpLis.Addr().String() }
+
+// GRPCAddr is the bound gRPC address.
+func (a *App) GRPCAddr() string { return a.grpcLis.Addr().String() }
+
+// Done yields the serving error (nil after a clean shutdown).
+func (a *App) Done() <-chan error { return a.done }
+
+// Shutdown drains and stops the server.
+func (a *App) Shutdown(ctx context.Context) error {
+	a.server.Shutdown(ctx)
+	return <-a.done
+}
+
+func buildTargets(cfg *config.Config, log *slog.Logger) ([]router.Target, error) {
+	names := make([]string, 0, len(cfg.Providers))
+	for name := range cfg.Providers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var targets []router.Target
+	for _, name := range names {
+		p := cfg.Providers[name]
+		var prov providers.Provider
+		switch p.Type {
+		case "simulator":
+			prov = simulator.New(simulator.Config{Name: name, TimeToFirstToken: p.Simulator.TimeToFirstToken,
+				TokenDelay: p.Simulator.TokenDelay, Tokens: p.Simulator.Tokens, Models: p.Models})
+			if name == config.SimulatorName && len(cfg.Providers) == 1 {
+				log.Warn("no providers configured: serving the built-in simulator (deterministic text, no network). " +
+					"Add real providers with OPENAI_API_KEY (+ OPENAI_BASE_URL), OLLAMA_BASE_URL, VLLM_BASE_URL, " +
+					"or a providers: block in a config file passed with --config")
+			}
+		case "anthropic":
+			log.Error("provider type not supported yet; skipping it", "provider", name, "type", p.Type)
+			continue
+		default:
+			prov = openai.New(openai.Config{Name: name, BaseURL: p.BaseURL, APIKey: string(p.APIKey), Headers: p.Headers,
+				ConnectTimeout: p.ConnectTimeout, ResponseHeaderTimeout: p.ResponseHeaderTimeout, Timeout: p.Timeout,
+				StreamIdleTimeout: p.StreamIdleTimeout})
+		}
+		log.Info("provider configured", "provider", name, "type", p.Type, "base_url", p.BaseURL, "configured_models", len(p.Models))
+		targets = append(targets, router.Target{Provider: prov, Configured: p.Models})
+	}
+	if len(targets) == 0 {
+		return nil, errors.New("no usable provider: configure at least one provider Switchyard supports")
+	}
+	return targets, nil
+}
+
+// checkExposure refuses to serve beyond loopback without a master key, unless
+// server.allow_unauthenticated says so.
+func checkExposure(cfg *config.Config, log *slog.Logger) error {
+	if cfg.Server.MasterKey != "" {
+		return nil
+	}
+	for _, addr := range []string{cfg.Server.HTTPAddr, cfg.Server.GRPCAddr} {
+		if isLoopback(addr) {
+			continue
+		}
+		if !cfg.Server.AllowUnauthenticated {
+			return fmt.Errorf("refusing to listen on %s without a master key: set SWITCHYARD_MASTER_KEY "+
+				"(or server.master_key), bind a loopback address, or set server.allow_unauthenticated: true", addr)
+		}
+		log.Warn("SERVING WITHOUT AUTHENTICATION on a non-loopback address (server.allow_unauthenticated is set)", "addr", addr)
+	}
+	if cfg.Server.MasterKey == "" {
+		log.Warn("no master key set: inference calls are not authenticated; serving on loopback only")
+	}
+	return nil
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,63 @@
+package providers
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrStreamIncomplete marks a stream that stopped before its final event.
+var ErrStreamIncomplete = errors.New("stream_incomplete")
+
+// ErrEmptyResponse marks a 200 that carried nothing usable (no choices, no events).
+var ErrEmptyResponse = errors.New("empty response")
+
+// Error is an upstream failure: an error status (possibly hidden in a 200), an
+// unreadable answer, or no answer at all (Transport).
+type Error struct {
+	// Provider is the configured provider name.
+	Provider string
+	// Status is the HTTP status the client should see (the upstream's own status,
+	// 502 for unreadable answers and transport failures, 504 for timeouts).
+	Status int
+	// Message, Type, Code and Param come from the upstream's error body when it has one.
+	Message, Type, Code, Param string
+	// RetryAfter is the wait the upstream asked for (Retry-After, retry-after-ms).
+	RetryAfter time.Duration
+	// Transport is set when no answer arrived (refused, reset, DNS).
+	Transport bool
+	// Timeout is set when a local timeout ended the attempt.
+	Timeout bool
+	// Err is the underlying cause, if any.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Message != "" {
+		return e.Message
+	}
+	if e.Err != nil {
+		return fmt.Sprintf("provider %s: %v", e.Provider, e.Err)
+	}
+	return fmt.Sprintf("provider %s returned status %d", e.Provider, e.Status)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// StatusCode is the status the resilience layer classifies.
+func (e *Error) StatusCode() int { return e.Status }
+
+// StreamError is a failure after a stream started; Err wraps ErrStreamIncomplete.
+type StreamError struct {
+	// Provider is the configured provider name.
+	Provider string
+	// Reason says why the stream is incomplete.
+	Reason string
+}
+
+func (e *StreamError) Error() string {
+	return fmt.Sprintf("stream from provider %s ended before its final event: %s", e.Provider, e.Reason)
+}
+
+// Is matches ErrStreamIncomplete.
+func (e *StreamError) Is(target error) bool { return target == ErrStreamIncomplete }

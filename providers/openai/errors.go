@@ -1,0 +1,112 @@
+package openai
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchyard/switchyard/providers"
+)
+
+// errorBody is the lenient shape of an upstream error: OpenAI's
+// {"error":{"message","type","param","code"}}, a bare {"error":"text"}, or {"message":"text"}.
+type errorBody struct {
+	Error   json.RawMessage `json:"error"`
+	Message string          `json:"message"`
+}
+
+type errorDetail struct {
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Param   json.RawMessage `json:"param"`
+	Code    json.RawMessage `json:"code"`
+}
+
+// parseError builds a providers.Error from an error status and body.
+func (c *Client) parseError(status int, h http.Header, body []byte) *providers.Error {
+	e := &providers.Error{Provider: c.name, Status: status, RetryAfter: providers.RetryAfter(h, time.Now())}
+	fillError(e, body)
+	if e.Message == "" {
+		e.Message = strings.TrimSpace(string(body))
+		if e.Message == "" || len(e.Message) > 512 || !json.Valid(body) && strings.ContainsAny(e.Message, "<>") {
+			e.Message = "provider " + c.name + " returned " + strconv.Itoa(status) + " " + http.StatusText(status)
+		}
+	}
+	return e
+}
+
+// fillError copies message, type, param and code from an error body into e. It
+// reports whether body had an "error" member.
+func fillError(e *providers.Error, body []byte) bool {
+	var eb errorBody
+	if json.Unmarshal(body, &eb) != nil {
+		return false
+	}
+	if len(eb.Error) == 0 || string(eb.Error) == "null" {
+		e.Message = eb.Message
+		return false
+	}
+	var s string
+	if json.Unmarshal(eb.Error, &s) == nil {
+		e.Message = s
+		return true
+	}
+	var d errorDetail
+	if json.Unmarshal(eb.Error, &d) != nil {
+		return true
+	}
+	e.Message, e.Type = d.Message, d.Type
+	e.Param = rawString(d.Param)
+	e.Code = rawString(d.Code)
+	return true
+}
+
+// rawString renders a JSON string or number as text; null becomes "".
+func rawString(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
+// hiddenError turns a 200 body whose top level is {"error": …} into the error it
+// is: a status in error.code (number or numeric string) is kept, anything else is 502.
+func (c *Client) hiddenError(body []byte) *providers.Error {
+	if !looksLikeError(body) {
+		return nil
+	}
+	e := &providers.Error{Provider: c.name, Status: http.StatusBadGateway}
+	if !fillError(e, body) {
+		return nil
+	}
+	if n, err := strconv.Atoi(e.Code); err == nil && n >= 400 && n <= 599 {
+		e.Status = n
+	}
+	if e.Message == "" {
+		e.Message = "provider " + c.name + " returned an error inside a 200 response"
+	}
+	return e
+}
+
+// looksLikeError is a cheap pre-check: a JSON object with an "error" member and
+// neither "choices" nor "id".
+func looksLikeError(body []byte) bool {
+	s := strings.TrimSpace(string(body))
+	if !strings.HasPrefix(s, "{") || !strings.Contains(s, `"error"`) {
+		return false
+	}
+	var probe struct {
+		Error   json.RawMessage `json:"error"`
+		Choices json.RawMessage `json:"choices"`
+	}
+	if json.Unmarshal(body, &probe) != nil {
+		return false
+	}
+	return len(probe.Error) > 0 && string(probe.Error) != "null" && len(probe.Choices) == 0
+}

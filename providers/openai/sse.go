@@ -1,0 +1,234 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/openaijson"
+	"github.com/switchyard/switchyard/providers"
+)
+
+var errIdle = errors.New("stream idle timeout")
+
+// eventReader reads Server-Sent Events and returns each event's data.
+type eventReader struct {
+	rd   *bufio.Reader
+	data bytes.Buffer
+}
+
+// next returns the data of the next event that has any; io.EOF at the end. An event
+// cut off by the end of the stream (no blank line) is returned with io.ErrUnexpectedEOF.
+func (r *eventReader) next() ([]byte, error) {
+	r.data.Reset()
+	for {
+		line, err := r.rd.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A very long line: gather the rest of it.
+			full := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = r.rd.ReadSlice('\n')
+				full = append(full, line...)
+			}
+			line = full
+		}
+		if err != nil {
+			if len(line) > 0 || r.data.Len() > 0 {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			if r.data.Len() > 0 {
+				return r.data.Bytes(), nil
+			}
+			continue
+		}
+		if rest, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			if r.data.Len() > 0 {
+				r.data.WriteByte('\n')
+			}
+			r.data.Write(bytes.TrimPrefix(rest, []byte(" ")))
+		}
+		// Comments (":") and other fields (event, id, retry) carry nothing we use.
+	}
+}
+
+var doneMarker = []byte("[DONE]")
+
+// Stream sends a streaming chat completion and waits for its first event.
+func (c *Client) Stream(ctx context.Context, req *providers.Request) (providers.Stream, error) {
+	sctx, cancel := context.WithCancelCause(ctx)
+	hr, err := c.newRequest(sctx, http.MethodPost, "/chat/completions", upstreamBody(req, true), req)
+	if err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	hr.Header.Set("Accept", "text/event-stream")
+	resp, err := c.http.Do(hr)
+	if err != nil {
+		cancel(nil)
+		return nil, c.transportError(ctx, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		cancel(nil)
+		return nil, c.parseError(resp.StatusCode, resp.Header, body)
+	}
+	s := &stream{c: c, body: resp.Body, cancel: cancel, ctx: sctx, model: req.Model,
+		events: eventReader{rd: bufio.NewReaderSize(resp.Body, 32<<10)}}
+	first, err := s.readFirst()
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.first = first
+	if idle := c.cfg.StreamIdleTimeout; idle > 0 {
+		s.idle = idle
+		s.timer = time.AfterFunc(time.Hour, func() { cancel(errIdle) })
+		s.timer.Stop()
+	}
+	return s, nil
+}
+
+type stream struct {
+	c      *Client
+	ctx    context.Context
+	body   io.ReadCloser
+	cancel context.CancelCauseFunc
+	events eventReader
+	model  string
+
+	idle  time.Duration
+	timer *time.Timer
+
+	first    *pb.ChatCompletionChunk
+	finished bool // a choice carried finish_reason
+	done     bool
+	closeMu  sync.Once
+}
+
+// readFirst reads the first event: errors here are plain errors with a status.
+func (s *stream) readFirst() (*pb.ChatCompletionChunk, error) {
+	data, err := s.events.next()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &providers.Error{Provider: s.c.name, Status: http.StatusBadGateway, Err: providers.ErrEmptyResponse,
+				Message: "provider returned an empty stream", Code: "empty_response"}
+		}
+		return nil, s.c.transportError(s.ctx, err)
+	}
+	if bytes.Equal(data, doneMarker) {
+		return nil, &providers.Error{Provider: s.c.name, Status: http.StatusBadGateway, Err: providers.ErrEmptyResponse,
+			Message: "provider returned an empty stream", Code: "empty_response"}
+	}
+	if e := s.c.hiddenError(data); e != nil {
+		return nil, e
+	}
+	chunk, err := s.decode(data)
+	if err != nil {
+		return nil, &providers.Error{Provider: s.c.name, Status: http.StatusBadGateway, Err: err,
+			Message: fmt.Sprintf("provider %s sent an unreadable stream event: %v", s.c.name, err)}
+	}
+	return chunk, nil
+}
+
+func (s *stream) decode(data []byte) (*pb.ChatCompletionChunk, error) {
+	chunk := &pb.ChatCompletionChunk{}
+	if err := openaijson.Unmarshal(data, chunk); err != nil {
+		return nil, err
+	}
+	if chunk.Object == "" {
+		chunk.Object = "chat.completion.chunk"
+	}
+	if chunk.Model == "" {
+		chunk.Model = s.model
+	}
+	for _, ch := range chunk.Choices {
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			s.finished = true
+		}
+	}
+	return chunk, nil
+}
+
+func (s *stream) incomplete(reason string) error {
+	s.done = true
+	s.Close()
+	return &providers.StreamError{Provider: s.c.name, Reason: reason}
+}
+
+// Recv returns the next chunk, io.EOF after the final event.
+func (s *stream) Recv() (*pb.ChatCompletionChunk, error) {
+	if s.first != nil {
+		c := s.first
+		s.first = nil
+		return c, nil
+	}
+	if s.done {
+		return nil, io.EOF
+	}
+	if s.timer != nil {
+		s.timer.Reset(s.idle)
+	}
+	data, err := s.events.next()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	if err != nil {
+		if cause := context.Cause(s.ctx); errors.Is(cause, errIdle) {
+			return nil, s.incomplete(fmt.Sprintf("no data from the provider for %s", s.idle))
+		}
+		if ctxErr := s.ctx.Err(); ctxErr != nil {
+			s.done = true
+			s.Close()
+			return nil, ctxErr
+		}
+		if s.finished && errors.Is(err, io.EOF) {
+			s.done = true
+			s.Close()
+			return nil, io.EOF
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, s.incomplete("the connection closed before the final event")
+		}
+		return nil, s.incomplete(fmt.Sprintf("reading the stream failed: %v", rootCause(err)))
+	}
+	if bytes.Equal(data, doneMarker) {
+		if !s.finished {
+			return nil, s.incomplete("the stream ended without a finish_reason")
+		}
+		s.done = true
+		s.Close()
+		return nil, io.EOF
+	}
+	if e := s.c.hiddenError(data); e != nil {
+		return nil, s.incomplete(fmt.Sprintf("the provider sent an error mid-stream: %s", e.Message))
+	}
+	chunk, err := s.decode(data)
+	if err != nil {
+		return nil, s.incomplete(fmt.Sprintf("malformed chunk: %v", err))
+	}
+	return chunk, nil
+}
+
+// Close releases the upstream connection.
+func (s *stream) Close() error {
+	s.closeMu.Do(func() {
+		if s.timer != nil {
+			s.timer.Stop()
+		}
+		s.cancel(nil)
+		s.body.Close()
+	})
+	return nil
+}

@@ -1,0 +1,46 @@
+// Package providers defines what Switchyard needs from an upstream: chat, streaming
+// chat and model discovery, with errors that say what went wrong in terms the
+// resilience layer and the error boundary can act on. One sub-package per wire format.
+package providers
+
+import (
+	"context"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+)
+
+// Request is one upstream call.
+type Request struct {
+	// Body is the client's request. Providers must not modify it: failover reuses it.
+	Body *pb.ChatCompletionRequest
+	// Model is the provider-local model name ("gpt-4o", not "openai/gpt-4o").
+	Model string
+	// IdempotencyKey, when valid, is forwarded as the Idempotency-Key header.
+	IdempotencyKey string
+	// RequestID is forwarded as X-Request-Id.
+	RequestID string
+	// IncludeUsage asks the upstream for a usage chunk even if the client did not.
+	IncludeUsage bool
+}
+
+// Provider is an upstream.
+type Provider interface {
+	// Name is the configured provider name.
+	Name() string
+	// Chat returns one complete chat completion.
+	Chat(ctx context.Context, req *Request) (*pb.ChatCompletion, error)
+	// Stream sends a streaming request and returns once the first event has arrived,
+	// so that failures before it are plain errors (and can fail over).
+	Stream(ctx context.Context, req *Request) (Stream, error)
+	// Models lists the models the upstream serves (provider-local names).
+	Models(ctx context.Context) ([]string, error)
+}
+
+// Stream is an open upstream stream.
+type Stream interface {
+	// Recv returns the next chunk. It returns io.EOF after the final event, and an
+	// error wrapping ErrStreamIncomplete when the stream stops before it.
+	Recv() (*pb.ChatCompletionChunk, error)
+	// Close releases the upstream connection; safe to call more than once.
+	Close() error
+}

@@ -1,0 +1,69 @@
+package router
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/providers"
+)
+
+// Call carries what a request brings besides its body.
+type Call struct {
+	// IdempotencyKey is the client's Idempotency-Key (already validated).
+	IdempotencyKey string
+	// RequestID is forwarded upstream as X-Request-Id.
+	RequestID string
+}
+
+// Router resolves models and calls providers.
+type Router struct {
+	log       *slog.Logger
+	reg       *registry
+	providers map[string]providers.Provider
+}
+
+// New returns a Router over targets. Call Discover before serving.
+func New(log *slog.Logger, targets []Target) *Router {
+	r := &Router{log: log, reg: newRegistry(targets), providers: map[string]providers.Provider{}}
+	for _, t := range targets {
+		r.providers[t.Provider.Name()] = t.Provider
+	}
+	return r
+}
+
+// Discover refreshes every provider's model list.
+func (r *Router) Discover(ctx context.Context, timeout time.Duration) {
+	r.reg.discover(ctx, r.log, timeout)
+}
+
+// Resolve maps a model name to its route.
+func (r *Router) Resolve(model string) (Route, error) { return r.reg.resolve(model) }
+
+// Models lists every routable model.
+func (r *Router) Models() []Model { return r.reg.list() }
+
+func (r *Router) request(req *pb.ChatCompletionRequest, route Route, call Call) *providers.Request {
+	return &providers.Request{Body: req, Model: route.Model, IdempotencyKey: call.IdempotencyKey, RequestID: call.RequestID}
+}
+
+// Chat runs a non-stream chat completion and says which route answered.
+func (r *Router) Chat(ctx context.Context, req *pb.ChatCompletionRequest, call Call) (*pb.ChatCompletion, Route, error) {
+	route, err := r.Resolve(req.GetModel())
+	if err != nil {
+		return nil, Route{}, err
+	}
+	resp, err := r.providers[route.Provider].Chat(ctx, r.request(req, route, call))
+	return resp, route, err
+}
+
+// Stream opens a streaming chat completion; it returns once the first event arrived.
+func (r *Router) Stream(ctx context.Context, req *pb.ChatCompletionRequest, call Call) (providers.Stream, Route, error) {
+	route, err := r.Resolve(req.GetModel())
+	if err != nil {
+		return nil, Route{}, err
+	}
+	s, err := r.providers[route.Provider].Stream(ctx, r.request(req, route, call))
+	return s, route, err
+}

@@ -1,0 +1,232 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/switchyard/switchyard/openaijson"
+	"github.com/switchyard/switchyard/providers"
+	"github.com/switchyard/switchyard/router"
+)
+
+// errorDomain is the ErrorInfo domain of Switchyard's errors.
+const errorDomain = "switchyard"
+
+// apiError is what both surfaces report: an OpenAI error body and an HTTP status,
+// carried on gRPC as a status with an ErrorInfo detail.
+type apiError struct {
+	httpStatus int
+	message    string
+	errType    string // OpenAI "type"
+	code       string // OpenAI "code"
+	param      string // OpenAI "param"
+}
+
+// invalidRequest is a 400 naming the offending parameter.
+func invalidRequest(param, message string) error {
+	return statusOf(apiError{httpStatus: http.StatusBadRequest, message: message, errType: "invalid_request_error", param: param})
+}
+
+// toStatus is the one place where domain errors become gRPC statuses.
+func toStatus(log *slog.Logger, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	var (
+		de *openaijson.Error
+		pe *providers.Error
+		se *providers.StreamError
+		nf *router.NotFoundError
+	)
+	switch {
+	case errors.As(err, &de):
+		return statusOf(apiError{httpStatus: http.StatusBadRequest, message: de.Error(), errType: "invalid_request_error", param: de.Param})
+	case errors.As(err, &nf):
+		return statusOf(apiError{httpStatus: http.StatusNotFound, message: nf.Error(), errType: "invalid_request_error",
+			code: "model_not_found", param: "model"})
+	case errors.Is(err, router.ErrNoModels):
+		return statusOf(apiError{httpStatus: http.StatusServiceUnavailable, message: "no models are available: every provider's model discovery failed and none are configured",
+			errType: "server_error", code: "no_models"})
+	case errors.As(err, &se):
+		return statusOf(apiError{httpStatus: http.StatusBadGateway, message: se.Error(), errType: "server_error", code: "stream_incomplete"})
+	case errors.As(err, &pe):
+		return statusOf(apiError{httpStatus: pe.Status, message: pe.Error(), errType: orDefault(pe.Type, typeForStatus(pe.Status)),
+			code: pe.Code, param: pe.Param})
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, "the request was cancelled")
+	case errors.Is(err, context.DeadlineExceeded):
+		return statusOf(apiError{httpStatus: http.StatusGatewayTimeout, message: "the request's deadline passed before an answer arrived",
+			errType: "timeout_error", code: "timeout"})
+	}
+	log.Error("internal error", "error", err.Error())
+	return status.Error(codes.Internal, "internal error")
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func statusOf(e apiError) error {
+	st := status.New(codeForHTTP(e.httpStatus), e.message)
+	md := map[string]string{"http_status": strconv.Itoa(e.httpStatus), "type": e.errType}
+	if e.code != "" {
+		md["code"] = e.code
+	}
+	if e.param != "" {
+		md["param"] = e.param
+	}
+	reason := orDefault(e.code, e.errType)
+	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: errorDomain, Metadata: md}); err == nil {
+		st = d
+	}
+	return st.Err()
+}
+
+// typeForStatus is OpenAI's error "type" for a status.
+func typeForStatus(s int) string {
+	switch {
+	case s == http.StatusUnauthorized:
+		return "authentication_error"
+	case s == http.StatusForbidden:
+		return "permission_error"
+	case s == http.StatusNotFound:
+		return "not_found_error"
+	case s == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case s >= 500:
+		return "server_error"
+	}
+	return "invalid_request_error"
+}
+
+// codeForHTTP maps an HTTP status to the gRPC code a gRPC caller sees.
+func codeForHTTP(s int) codes.Code {
+	switch s {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+		return codes.InvalidArgument
+	case http.StatusUnauthorized:
+		return codes.Unauthenticated
+	case http.StatusPaymentRequired, http.StatusForbidden:
+		return codes.PermissionDenied
+	case http.StatusNotFound:
+		return codes.NotFound
+	case http.StatusRequestTimeout, http.StatusGatewayTimeout:
+		return codes.DeadlineExceeded
+	case http.StatusConflict:
+		return codes.Aborted
+	case http.StatusTooManyRequests:
+		return codes.ResourceExhausted
+	case 499:
+		return codes.Canceled
+	case http.StatusNotImplemented:
+		return codes.Unimplemented
+	case http.StatusBadGateway, http.StatusServiceUnavailable:
+		return codes.Unavailable
+	}
+	if s >= 500 {
+		return codes.Internal
+	}
+	return codes.FailedPrecondition
+}
+
+// openAIError is the REST shape of an error, read back from a status.
+type openAIError struct {
+	HTTPStatus int
+	Message    string
+	Type       string
+	Code       string
+	Param      string
+}
+
+// fromStatus reads the REST error out of a gRPC status.
+func fromStatus(st *status.Status) openAIError {
+	e := openAIError{Message: st.Message()}
+	for _, d := range st.Details() {
+		info, ok := d.(*errdetails.ErrorInfo)
+		if !ok || info.GetDomain() != errorDomain {
+			continue
+		}
+		md := info.GetMetadata()
+		e.HTTPStatus, _ = strconv.Atoi(md["http_status"])
+		e.Type, e.Code, e.Param = md["type"], md["code"], md["param"]
+	}
+	if e.HTTPStatus == 0 {
+		e.HTTPStatus = httpForCode(st.Code())
+	}
+	if e.Type == "" {
+		e.Type = typeForStatus(e.HTTPStatus)
+	}
+	if e.Code == "" {
+		switch st.Code() {
+		case codes.Unauthenticated:
+			e.Code = "invalid_api_key"
+		case codes.Unimplemented, codes.NotFound:
+			e.Code = "not_found"
+		}
+	}
+	return e
+}
+
+// httpForCode mirrors grpc-gateway's runtime.HTTPStatusFromCode.
+func httpForCode(c codes.Code) int {
+	switch c {
+	case codes.OK:
+		return http.StatusOK
+	case codes.Canceled:
+		return 499
+	case codes.InvalidArgument, codes.OutOfRange:
+		return http.StatusBadRequest
+	case codes.DeadlineExceeded:
+		return http.StatusGatewayTimeout
+	case codes.NotFound:
+		return http.StatusNotFound
+	case codes.AlreadyExists, codes.Aborted:
+		return http.StatusConflict
+	case codes.PermissionDenied:
+		return http.StatusForbidden
+	case codes.Unauthenticated:
+		return http.StatusUnauthorized
+	case codes.ResourceExhausted:
+		return http.StatusTooManyRequests
+	case codes.FailedPrecondition:
+		return http.StatusBadRequest
+	case codes.Unimplemented:
+		return http.StatusNotImplemented
+	case codes.Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// appendErrorJSON writes {"error":{"message","type","param","code"}}.
+func appendErrorJSON(b []byte, e openAIError) []byte {
+	b = append(b, `{"error":{"message":`...)
+	b = appendJSONString(b, e.Message)
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, e.Type)
+	b = append(b, `,"param":`...)
+	b = appendNullable(b, e.Param)
+	b = append(b, `,"code":`...)
+	b = appendNullable(b, e.Code)
+	return append(b, "}}"...)
+}
+
+func appendNullable(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, "null"...)
+	}
+	return appendJSONString(b, s)
+}

@@ -1,0 +1,31 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc/status"
+)
+
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(b, q...)
+}
+
+// writeError writes err as an OpenAI error body with its HTTP status.
+func writeError(w http.ResponseWriter, err error) {
+	e := fromStatus(status.Convert(err))
+	h := w.Header()
+	h.Del("Content-Length")
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(e.HTTPStatus)
+	_, _ = w.Write(appendErrorJSON(make([]byte, 0, 256), e))
+}
+
+// gatewayErrorHandler is grpc-gateway's error hook: every REST error, routing
+// errors included, leaves as an OpenAI error body.
+func gatewayErrorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, _ *http.Request, err error) {
+	writeError(w, err)
+}

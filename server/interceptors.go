@@ -1,0 +1,141 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// Metadata keys Switchyard reads and writes (REST headers map onto them).
+const (
+	mdRequestID      = "x-request-id"
+	mdIdempotencyKey = "idempotency-key"
+	mdTarget         = "x-switchyard-target"
+	mdAuthorization  = "authorization"
+)
+
+// interceptors builds the chain every call passes, gRPC and REST alike, in a fixed
+// order: recovery → request id → logging → auth → handler.
+func interceptors(log *slog.Logger, keys Keys) (grpc.ServerOption, grpc.ServerOption) {
+	auth := authorizer{keys: keys}
+	unary := grpc.ChainUnaryInterceptor(
+		func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+			defer recoverInto(log, info.FullMethod, &err)
+			ctx = withRequestID(ctx)
+			start := time.Now()
+			if err = auth.check(ctx, info.FullMethod); err == nil {
+				resp, err = h(ctx, req)
+			}
+			logCall(ctx, log, info.FullMethod, start, err)
+			return resp, err
+		})
+	stream := grpc.ChainStreamInterceptor(
+		func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
+			defer recoverInto(log, info.FullMethod, &err)
+			ctx := withRequestID(ss.Context())
+			start := time.Now()
+			if err = auth.check(ctx, info.FullMethod); err == nil {
+				err = h(srv, &ctxStream{ServerStream: ss, ctx: ctx})
+			}
+			logCall(ctx, log, info.FullMethod, start, err)
+			return err
+		})
+	return unary, stream
+}
+
+type ctxStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *ctxStream) Context() context.Context { return s.ctx }
+
+func recoverInto(log *slog.Logger, method string, err *error) {
+	if r := recover(); r != nil {
+		log.Error("panic in handler", "method", method, "panic", r, "stack", string(debug.Stack()))
+		*err = status.Error(codes.Internal, "internal error")
+	}
+}
+
+type requestIDKey struct{}
+
+// withRequestID takes the caller's x-request-id (REST: X-Request-Id) or makes one,
+// and echoes it in the response headers.
+func withRequestID(ctx context.Context) context.Context {
+	id := firstMD(ctx, mdRequestID)
+	if id == "" || len(id) > 128 {
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		id = hex.EncodeToString(b[:])
+	}
+	_ = grpc.SetHeader(ctx, metadata.Pairs(mdRequestID, id))
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+func firstMD(ctx context.Context, key string) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get(key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func logCall(ctx context.Context, log *slog.Logger, method string, start time.Time, err error) {
+	code := status.Code(err)
+	level := slog.LevelInfo
+	if code != codes.OK && code != codes.Canceled {
+		level = slog.LevelWarn
+	}
+	log.LogAttrs(ctx, level, "call", slog.String("method", method), slog.String("code", code.String()),
+		slog.Duration("latency", time.Since(start)), slog.String("request_id", requestID(ctx)))
+}
+
+// Keys are the bearer tokens calls must carry. An empty key means no check.
+type Keys struct {
+	// Master is required on inference calls.
+	Master string
+	// Admin is required on admin calls.
+	Admin string
+}
+
+type authorizer struct{ keys Keys }
+
+// check enforces the keys: inference needs the master key, admin the admin key;
+// health and reflection need none.
+func (a authorizer) check(ctx context.Context, method string) error {
+	var want string
+	switch {
+	case strings.HasPrefix(method, "/switchyard.v1."):
+		want = a.keys.Master
+	case strings.HasPrefix(method, "/switchyard.admin.v1."):
+		want = a.keys.Admin
+	default:
+		return nil
+	}
+	if want == "" {
+		return nil
+	}
+	got, ok := strings.CutPrefix(firstMD(ctx, mdAuthorization), "Bearer ")
+	if !ok || got == "" {
+		return status.Error(codes.Unauthenticated, "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.")
+	}
+	if subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+		return status.Error(codes.Unauthenticated, "Incorrect API key provided.")
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/openaijson"
+)
+
+// restOptions configure the REST surface.
+type restOptions struct {
+	log          *slog.Logger
+	maxBodyBytes int64
+	ready        func() (bool, string)
+}
+
+// newREST returns the REST surface: grpc-gateway for the OpenAI routes, reached
+// through conn so that REST calls pass the same interceptors as gRPC calls, and a
+// front handler for health, body limits and streaming.
+func newREST(ctx context.Context, conn *grpc.ClientConn, opt restOptions) (http.Handler, error) {
+	mux := runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, jsonMarshaler{}),
+		runtime.WithErrorHandler(gatewayErrorHandler),
+		runtime.WithIncomingHeaderMatcher(incomingHeader),
+		runtime.WithOutgoingHeaderMatcher(outgoingHeader),
+		runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
+	)
+	if err := pb.RegisterChatServiceHandler(ctx, mux, conn); err != nil {
+		return nil, err
+	}
+	if err := pb.RegisterModelServiceHandler(ctx, mux, conn); err != nil {
+		return nil, err
+	}
+	f := &front{log: opt.log, mux: mux, chat: pb.NewChatServiceClient(conn), opt: opt}
+	return f, nil
+}
+
+// incomingHeader forwards the headers handlers read as gRPC metadata.
+func incomingHeader(key string) (string, bool) {
+	switch strings.ToLower(key) {
+	case "authorization":
+		return mdAuthorization, true
+	case "x-request-id":
+		return mdRequestID, true
+	case "idempotency-key":
+		return mdIdempotencyKey, true
+	}
+	return "", false
+}
+
+// outgoingHeader lets only Switchyard's own response metadata out as headers.
+func outgoingHeader(key string) (string, bool) {
+	switch key {
+	case mdTarget:
+		return "X-Switchyard-Target", true
+	case mdRequestID:
+		return "X-Request-Id", true
+	}
+	return "", false
+}
+
+type front struct {
+	log  *slog.Logger
+	mux  *runtime.ServeMux
+	chat pb.ChatServiceClient
+	opt  restOptions
+}
+
+func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/health":
+		writeJSON(w, http.StatusOK, `{"status":"ok"}`)
+		return
+	case "/health/ready":
+		ok, detail := f.opt.ready()
+		if !ok {
+			writeJSON(w, http.StatusServiceUnavailable, `{"status":"not_ready","detail":`+string(appendJSONString(nil, detail))+`}`)
+			return
+		}
+		writeJSON(w, http.StatusOK, `{"status":"ready","detail":`+string(appendJSONString(nil, detail))+`}`)
+		return
+	case "/v1/chat/completions":
+		if r.Method == http.MethodPost {
+			f.chatCompletions(w, r)
+			return
+		}
+	}
+	f.mux.ServeHTTP(w, r)
+}
+
+func writeJSON(w http.ResponseWriter, code int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = io.WriteString(w, body)
+}
+
+// chatCompletions reads the body (within the size limit), rejects unreadable
+// requests with a 400 naming the parameter, and sends "stream": true to the SSE
+// handler; everything else continues through grpc-gateway.
+func (f *front) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.opt.maxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, statusOf(apiError{httpStatus: http.StatusRequestEntityTooLarge, errType: "invalid_request_error",
+				code: "request_too_large", message: "request body is larger than the limit of " + humanBytes(f.opt.maxBodyBytes)}))
+			return
+		}
+		writeError(w, status.Error(codes.InvalidArgument, "could not read the request body"))
+		return
+	}
+	req := &pb.ChatCompletionRequest{}
+	if err := openaijson.Unmarshal(body, req); err != nil {
+		writeError(w, toStatus(f.log, err))
+		return
+	}
+	if req.GetStream() {
+		f.stream(w, r, req)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	f.mux.ServeHTTP(w, r)
+}
+
+func humanBytes(n int64) string { return strconv.FormatInt(n, 10) + " bytes" }

@@ -1,0 +1,139 @@
+// Package server serves Switchyard's gRPC services and the OpenAI-compatible REST
+// surface (grpc-gateway) in front of them, with health, readiness and graceful
+// shutdown. REST calls reach the gRPC server over an in-memory connection, so both
+// surfaces pass the same interceptor chain.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/test/bufconn"
+
+	adminpb "github.com/switchyard/switchyard/gen/switchyard/admin/v1"
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/router"
+)
+
+// Config is what a Server needs.
+type Config struct {
+	// Log receives one line per call and lifecycle events.
+	Log *slog.Logger
+	// Router resolves models and calls providers.
+	Router *router.Router
+	// Keys are the bearer tokens calls must carry.
+	Keys Keys
+	// MaxBodyBytes limits REST request bodies.
+	MaxBodyBytes int64
+	// ShutdownTimeout is the drain deadline for in-flight calls.
+	ShutdownTimeout time.Duration
+}
+
+// Server is a running (or ready to run) Switchyard.
+type Server struct {
+	cfg      Config
+	grpc     *grpc.Server
+	health   *health.Server
+	http     *http.Server
+	internal *bufconn.Listener
+	conn     *grpc.ClientConn
+	ready    atomic.Bool
+}
+
+// New builds the gRPC server, the in-memory REST→gRPC connection and the REST handler.
+func New(cfg Config) (*Server, error) {
+	unary, stream := interceptors(cfg.Log, cfg.Keys)
+	gs := grpc.NewServer(unary, stream)
+	pb.RegisterChatServiceServer(gs, &chatService{log: cfg.Log, router: cfg.Router})
+	pb.RegisterModelServiceServer(gs, &modelService{router: cfg.Router})
+	adminpb.RegisterAdminServiceServer(gs, adminpb.UnimplementedAdminServiceServer{})
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(gs, hs)
+	reflection.Register(gs)
+
+	s := &Server{cfg: cfg, grpc: gs, health: hs, internal: bufconn.Listen(1 << 20)}
+	conn, err := grpc.NewClient("passthrough:///switchyard-internal",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return s.internal.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		return nil, err
+	}
+	s.conn = conn
+	handler, err := newREST(context.Background(), conn, restOptions{log: cfg.Log, maxBodyBytes: cfg.MaxBodyBytes, ready: s.readiness})
+	if err != nil {
+		return nil, err
+	}
+	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	return s, nil
+}
+
+func (s *Server) readiness() (bool, string) {
+	if !s.ready.Load() {
+		return false, "shutting down or not started"
+	}
+	if len(s.cfg.Router.Models()) == 0 {
+		return false, "degraded: no models available"
+	}
+	return true, fmt.Sprintf("%d models", len(s.cfg.Router.Models()))
+}
+
+// Serve serves gRPC on grpcLis and REST on httpLis until Shutdown; it returns the
+// first serving error.
+func (s *Server) Serve(grpcLis, httpLis net.Listener) error {
+	errc := make(chan error, 3)
+	go func() { errc <- s.grpc.Serve(s.internal) }()
+	go func() { errc <- s.grpc.Serve(grpcLis) }()
+	go func() {
+		err := s.http.Serve(httpLis)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		errc <- err
+	}()
+	s.ready.Store(true)
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	var first error
+	for range 3 {
+		if err := <-errc; err != nil && first == nil && !errors.Is(err, grpc.ErrServerStopped) {
+			first = err
+			go s.Shutdown(context.Background())
+		}
+	}
+	return first
+}
+
+// Shutdown drains in order: readiness off, stop accepting, wait for in-flight calls
+// up to the drain deadline, then close everything.
+func (s *Server) Shutdown(ctx context.Context) {
+	if !s.ready.Swap(false) && s.conn == nil {
+		return
+	}
+	s.health.Shutdown()
+	if s.cfg.ShutdownTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
+		defer cancel()
+	}
+	_ = s.http.Shutdown(ctx)
+	done := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.grpc.Stop()
+	}
+	_ = s.http.Close()
+	_ = s.conn.Close()
+}
