@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what it needs, checks the protos and generated
+# code, vets, and runs every test (Go unit and end-to-end, Node SDK, grpcurl) with -race.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+eval "$(scripts/tools.sh)"
+
+echo "== buf lint"
+buf lint
+
+echo "== gen/ matches a fresh buf generate"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+cp -r proto third_party buf.yaml buf.gen.yaml "$tmp/"
+(cd "$tmp" && buf generate)
+diff -r gen "$tmp/gen" || { echo "gen/ is stale: run 'make generate' and commit the result" >&2; exit 1; }
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test -race"
+go test -race -count=1 "$@" ./...

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the pinned tools Switchyard's build and tests need, once, into a cache
+# directory reused across runs and clones; then prints the PATH to use.
+#   eval "$(scripts/tools.sh)"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BIN="${SWITCHYARD_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/switchyard/bin}"
+mkdir -p "$BIN"
+
+# module path@version  binary
+TOOLS=(
+  "google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12 protoc-gen-go"
+  "google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2 protoc-gen-go-grpc"
+  "github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway@v2.33.0 protoc-gen-grpc-gateway"
+  "github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2@v2.33.0 protoc-gen-openapiv2"
+  "github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4 grpcurl"
+)
+for entry in "${TOOLS[@]}"; do
+  read -r pkg bin <<<"$entry"
+  version="${pkg##*@}"
+  if [[ -x "$BIN/$bin" ]] && go version -m "$BIN/$bin" 2>/dev/null | grep -q "$version"; then
+    continue
+  fi
+  echo "installing $pkg" >&2
+  GOBIN="$BIN" GOFLAGS=-mod=mod go install "$pkg" >&2
+done
+
+# buf (prebuilt, from npm) and the Node OpenAI SDK for the end-to-end tests.
+stamp="$(sha256sum package-lock.json | cut -d' ' -f1)"
+if [[ ! -x node_modules/.bin/buf ]] || [[ "$(cat node_modules/.switchyard-stamp 2>/dev/null)" != "$stamp" ]]; then
+  echo "installing npm packages (npm ci)" >&2
+  npm ci --no-audit --no-fund --loglevel=error >&2
+  echo "$stamp" > node_modules/.switchyard-stamp
+fi
+
+echo "export PATH=\"$PWD/node_modules/.bin:$BIN:\$PATH\" BUF_CACHE_DIR=\"\${BUF_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/switchyard/buf}\""
