@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func noEnv(string) (string, bool) { return "", false }
+
+// The README's first command: no config, no keys → a serving gateway on the simulator.
+func TestRunWithoutConfigServesTheSimulator(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, out, io.Discard, noEnv)
+	}()
+	var httpURL string
+	require.Eventually(t, func() bool {
+		for _, line := range strings.Split(out.String(), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "Switchyard is serving" {
+				httpURL = rec["http"].(string)
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Contains(t, out.String(), "serving the built-in simulator", "it says what it is doing")
+	require.Contains(t, out.String(), "OPENAI_API_KEY", "and how to add real providers")
+
+	resp, err := http.Post(httpURL+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"sim-1","messages":[{"role":"user","content":"hello"}]}`))
+	require.NoError(t, err)
+	var body struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	require.NotEmpty(t, body.Choices[0].Message.Content)
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not return after its context ended")
+	}
+	require.Contains(t, out.String(), "stopped")
+}
+
+func TestRunRefusesPublicBindWithoutKey(t *testing.T) {
+	err := run(context.Background(), []string{"--http-addr", "0.0.0.0:0", "--grpc-addr", "127.0.0.1:0"}, io.Discard, io.Discard, noEnv)
+	require.ErrorContains(t, err, "without a master key")
+}
+
+func TestRunReportsConfigErrors(t *testing.T) {
+	err := run(context.Background(), []string{"--config", "/nonexistent.yaml"}, io.Discard, io.Discard, noEnv)
+	require.ErrorContains(t, err, "nonexistent.yaml")
+}

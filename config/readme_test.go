@@ -1,0 +1,57 @@
+package config_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/resilience"
+)
+
+// TestReadmeSettingsTableMatchesCode keeps the README's defaults honest.
+func TestReadmeSettingsTableMatchesCode(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	text := string(raw)
+	start := strings.Index(text, "<!-- settings-table -->")
+	end := strings.Index(text, "<!-- /settings-table -->")
+	require.True(t, start >= 0 && end > start, "README settings table markers")
+	documented := map[string]string{}
+	for _, line := range strings.Split(text[start:end], "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
+			continue
+		}
+		documented[strings.Trim(strings.TrimSpace(cells[1]), "`")] = strings.Trim(strings.TrimSpace(cells[2]), "`")
+	}
+	r, b := resilience.DefaultRetry(), resilience.DefaultBreaker()
+	code := map[string]string{
+		"server.http_addr":                               config.DefaultHTTPAddr,
+		"server.grpc_addr":                               config.DefaultGRPCAddr,
+		"server.max_body_bytes":                          fmt.Sprint(config.DefaultMaxBodyBytes),
+		"server.stream_idle_timeout":                     config.DefaultStreamIdleTimeout.String(),
+		"server.shutdown_timeout":                        config.DefaultShutdownTimeout.String(),
+		"providers.*.connect_timeout":                    config.DefaultConnectTimeout.String(),
+		"providers.*.response_header_timeout":            config.DefaultResponseHeaderTimeout.String(),
+		"providers.*.timeout":                            config.DefaultProviderTimeout.String(),
+		"resilience.retry.max_retries":                   fmt.Sprint(r.MaxRetries),
+		"resilience.retry.initial_backoff":               r.InitialBackoff.String(),
+		"resilience.retry.max_backoff":                   r.MaxBackoff.String(),
+		"resilience.retry.backoff_factor":                fmt.Sprint(r.BackoffFactor),
+		"resilience.retry.jitter_factor":                 fmt.Sprint(r.JitterFactor),
+		"resilience.retry.retry_on_statuses":             strings.Join(resilience.DefaultRetryStatuses, ","),
+		"resilience.circuit_breaker.enabled":             fmt.Sprint(b.Enabled),
+		"resilience.circuit_breaker.scope":               string(b.Scope),
+		"resilience.circuit_breaker.failure_on_statuses": strings.Join(resilience.DefaultFailureStatuses, ","),
+		"resilience.circuit_breaker.failure_threshold":   fmt.Sprint(b.FailureThreshold),
+		"resilience.circuit_breaker.success_threshold":   fmt.Sprint(b.SuccessThreshold),
+		"resilience.circuit_breaker.timeout":             b.Timeout.String(),
+		"resilience.circuit_breaker.slow_call_threshold": b.SlowCallThreshold.String(),
+	}
+	require.Equal(t, code, documented)
+}
