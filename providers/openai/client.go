@@ -132,12 +132,12 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 
 // transportError wraps a failure to get an answer.
 func (c *Client) transportError(ctx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
-		if errors.Is(ctxErr, context.DeadlineExceeded) && context.Cause(ctx) == errAttemptTimeout {
+	if ctx.Err() != nil {
+		if errors.Is(context.Cause(ctx), errAttemptTimeout) {
 			return &providers.Error{Provider: c.name, Status: http.StatusGatewayTimeout, Timeout: true,
 				Message: fmt.Sprintf("provider %s did not answer within %s", c.name, c.cfg.Timeout), Err: err}
 		}
-		return ctxErr
+		return ctx.Err()
 	}
 	var ne net.Error
 	timeout := errors.As(err, &ne) && ne.Timeout()
