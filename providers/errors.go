@@ -44,8 +44,22 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// StatusCode is the status the resilience layer classifies.
-func (e *Error) StatusCode() int { return e.Status }
+// UpstreamStatus is the status the upstream answered; 0 when none arrived.
+func (e *Error) UpstreamStatus() int {
+	if e.Transport || e.Timeout {
+		return 0
+	}
+	return e.Status
+}
+
+// TransportFailure reports that no answer arrived.
+func (e *Error) TransportFailure() bool { return e.Transport }
+
+// LocalTimeout reports that a local timeout ended the attempt.
+func (e *Error) LocalTimeout() bool { return e.Timeout }
+
+// RetryDelay is the wait the upstream asked for.
+func (e *Error) RetryDelay() time.Duration { return e.RetryAfter }
 
 // StreamError is a failure after a stream started; Err wraps ErrStreamIncomplete.
 type StreamError struct {

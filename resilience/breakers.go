@@ -1,0 +1,105 @@
+package resilience
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Model-scope limits (SPEC §4).
+const (
+	// MaxModelBreakers is the most model breakers one provider keeps.
+	MaxModelBreakers = 1024
+	// ModelBreakerIdle is how long an idle closed model breaker is kept.
+	ModelBreakerIdle = 10 * time.Minute
+)
+
+// ErrNoBreakerSlot is returned when every model-breaker slot of a provider is held by
+// an open or busy breaker; it is failover-eligible like an open breaker.
+var ErrNoBreakerSlot = errors.New("no circuit breaker slot available")
+
+// SlotError says which provider had no slot; it matches ErrNoBreakerSlot.
+type SlotError struct{ Provider, Model string }
+
+func (e *SlotError) Error() string {
+	return fmt.Sprintf("provider %s is tracking too many failing models; %s is temporarily unavailable", e.Provider, e.Model)
+}
+
+// Is matches ErrNoBreakerSlot.
+func (e *SlotError) Is(target error) bool { return target == ErrNoBreakerSlot }
+
+// Breakers holds a provider's breakers: one for the provider, or one per model.
+type Breakers struct {
+	provider string
+	settings BreakerSettings
+	clock    Clock
+	limit    int
+
+	shared *Breaker // provider scope, and calls without a model
+
+	mu     sync.Mutex
+	models map[string]*Breaker
+}
+
+// NewBreakers returns the breakers of one provider.
+func NewBreakers(provider string, s BreakerSettings, clock Clock) *Breakers {
+	return &Breakers{provider: provider, settings: s, clock: clock, limit: MaxModelBreakers,
+		shared: NewBreaker(s, clock), models: map[string]*Breaker{}}
+}
+
+// For returns the breaker guarding model (the provider's own with provider scope).
+func (bs *Breakers) For(model string) (*Breaker, error) {
+	if bs.settings.Scope != ScopeModel || model == "" {
+		return bs.shared, nil
+	}
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if b, ok := bs.models[model]; ok {
+		return b, nil
+	}
+	now := bs.clock.Now()
+	for name, b := range bs.models {
+		if b.evictable(now, ModelBreakerIdle) {
+			delete(bs.models, name)
+		}
+	}
+	if len(bs.models) >= bs.limit {
+		oldest, at := "", time.Time{}
+		for name, b := range bs.models {
+			if idle, used := b.idleClosed(); idle && (oldest == "" || used.Before(at)) {
+				oldest, at = name, used
+			}
+		}
+		if oldest == "" {
+			return nil, &SlotError{Provider: bs.provider, Model: model}
+		}
+		delete(bs.models, oldest)
+	}
+	b := NewBreaker(bs.settings, bs.clock)
+	bs.models[model] = b
+	return b, nil
+}
+
+// Entry is one breaker in a listing.
+type Entry struct {
+	// Provider is the configured provider name; Model is empty for provider scope.
+	Provider, Model string
+	Snapshot
+}
+
+// List returns every breaker, sorted by model.
+func (bs *Breakers) List() []Entry {
+	if bs.settings.Scope != ScopeModel {
+		return []Entry{{Provider: bs.provider, Snapshot: bs.shared.Snapshot()}}
+	}
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	out := make([]Entry, 0, len(bs.models))
+	for name, b := range bs.models {
+		out = append(out, Entry{Provider: bs.provider, Model: name, Snapshot: b.Snapshot()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Model < out[j].Model })
+	return out
+}

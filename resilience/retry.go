@@ -1,0 +1,120 @@
+package resilience
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+)
+
+// ErrRetriesExhausted marks an error returned after every allowed retry was spent
+// (or the sequence gave up early); clients should not retry it themselves.
+var ErrRetriesExhausted = errors.New("retries exhausted")
+
+// SequenceError is the last attempt's error after a retry sequence that made more
+// than one attempt or stopped retrying on purpose. It unwraps to that error and
+// matches ErrRetriesExhausted.
+type SequenceError struct {
+	// Attempts is how many upstream attempts were made.
+	Attempts int
+	// Err is the last attempt's error.
+	Err error
+}
+
+func (e *SequenceError) Error() string { return e.Err.Error() }
+
+func (e *SequenceError) Unwrap() error { return e.Err }
+
+// Is matches ErrRetriesExhausted.
+func (e *SequenceError) Is(target error) bool { return target == ErrRetriesExhausted }
+
+// Backoff is the wait before retry n (0-based): min(max, initial × factor^n), plus a
+// random jitter of up to JitterFactor of it, still capped at MaxBackoff. r is a
+// random number in [0, 1).
+func (s RetrySettings) Backoff(n int, r float64) time.Duration {
+	d := float64(s.InitialBackoff) * math.Pow(s.BackoffFactor, float64(n))
+	if d > float64(s.MaxBackoff) {
+		d = float64(s.MaxBackoff)
+	}
+	d += d * s.JitterFactor * r
+	if d > float64(s.MaxBackoff) {
+		d = float64(s.MaxBackoff)
+	}
+	return time.Duration(d)
+}
+
+// retryable reports whether an attempt's error may be retried.
+func (s RetrySettings) retryable(k kind, o Outcome) bool {
+	switch k {
+	case kindTransport:
+		return true
+	case kindStatus:
+		return s.RetryOnStatuses.Has(o.UpstreamStatus())
+	}
+	return false
+}
+
+// retryAfterStatuses are the statuses whose Retry-After is honoured.
+func honoursRetryAfter(status int) bool { return status == 429 || status == 503 }
+
+// attemptFunc makes one upstream attempt.
+type attemptFunc func(ctx context.Context, attempt int) error
+
+// runRetries runs call until it succeeds, fails in a way that is not retried, the
+// retries are spent, the budget denies one, or the caller's deadline would pass
+// during the next wait. It returns the attempts made and the last error, wrapped in
+// a *SequenceError when that error was retryable but the sequence stopped.
+func runRetries(ctx context.Context, s RetrySettings, maxRetries int, clock Clock, rnd func() float64,
+	budget *Budget, call attemptFunc) (int, error) {
+	attempts, err := retryLoop(ctx, s, maxRetries, clock, rnd, budget, call)
+	if err != nil {
+		if k, o := classify(err); s.retryable(k, o) {
+			return attempts, &SequenceError{Attempts: attempts, Err: err}
+		}
+	}
+	return attempts, err
+}
+
+func retryLoop(ctx context.Context, s RetrySettings, maxRetries int, clock Clock, rnd func() float64,
+	budget *Budget, call attemptFunc) (int, error) {
+	attempts, held := 0, false
+	defer func() {
+		if held {
+			budget.release()
+		}
+	}()
+	for {
+		err := call(ctx, attempts)
+		attempts++
+		if held {
+			budget.release() // the retry is over
+			held = false
+		}
+		if err == nil {
+			return attempts, nil
+		}
+		k, o := classify(err)
+		if !s.retryable(k, o) || attempts > maxRetries || ctx.Err() != nil {
+			return attempts, err
+		}
+		wait := s.Backoff(attempts-1, rnd())
+		if o != nil && honoursRetryAfter(o.UpstreamStatus()) {
+			if ra := o.RetryDelay(); ra > 0 {
+				if ra > s.MaxBackoff {
+					return attempts, err // the upstream asks for longer than we may hold the request
+				}
+				wait = max(wait, ra)
+			}
+		}
+		if dl, ok := ctx.Deadline(); ok && clock.Now().Add(wait).After(dl) {
+			return attempts, err // the wait would outlive the caller's deadline
+		}
+		if !budget.acquire() {
+			return attempts, err
+		}
+		held = true
+		if clock.Sleep(ctx, wait) != nil {
+			return attempts, err
+		}
+	}
+}
