@@ -15,6 +15,7 @@ import (
 	"github.com/switchyard/switchyard/providers"
 	"github.com/switchyard/switchyard/providers/openai"
 	"github.com/switchyard/switchyard/providers/simulator"
+	"github.com/switchyard/switchyard/resilience"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/server"
 )
@@ -117,8 +118,14 @@ func buildTargets(cfg *config.Config, log *slog.Logger) ([]router.Target, error)
 				ConnectTimeout: p.ConnectTimeout, ResponseHeaderTimeout: p.ResponseHeaderTimeout, Timeout: p.Timeout,
 				StreamIdleTimeout: p.StreamIdleTimeout})
 		}
-		log.Info("provider configured", "provider", name, "type", p.Type, "base_url", p.BaseURL, "configured_models", len(p.Models))
-		targets = append(targets, router.Target{Provider: prov, Configured: p.Models})
+		retry, breaker := config.ResolveResilience(cfg.Resilience, p.Resilience)
+		percent, minConc := config.ResolveBudget(cfg.Resilience, p.Resilience)
+		guard := resilience.NewGuard(resilience.GuardConfig{Provider: name, Retry: retry, Breaker: breaker,
+			Budget: resilience.NewBudget(percent, minConc)})
+		log.Info("provider configured", "provider", name, "type", p.Type, "base_url", p.BaseURL,
+			"configured_models", len(p.Models), "max_retries", retry.MaxRetries, "breaker", breaker.Active(),
+			"breaker_scope", string(breaker.Scope))
+		targets = append(targets, router.Target{Provider: prov, Configured: p.Models, Guard: guard})
 	}
 	if len(targets) == 0 {
 		return nil, errors.New("no usable provider: configure at least one provider Switchyard supports")

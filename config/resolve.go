@@ -58,3 +58,10 @@ func durPtr(v any) *time.Duration {
 	d, _ := v.(*time.Duration)
 	return d
 }
+
+// ResolveBudget returns a provider's effective retry budget (percent of in-flight
+// requests, minimum concurrent retries).
+func ResolveBudget(global, provider Resilience) (float64, int) {
+	return pick(resilience.DefaultBudgetPercent, global.Retry.BudgetPercent, provider.Retry.BudgetPercent),
+		pick(resilience.DefaultBudgetMinConcurrency, global.Retry.BudgetMinConcurrency, provider.Retry.BudgetMinConcurrency)
+}

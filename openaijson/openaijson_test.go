@@ -32,7 +32,7 @@ func TestResponseWritesOpenAIShapes(t *testing.T) {
 	finish := "stop"
 	resp := &pb.ChatCompletion{Id: "x", Object: "chat.completion", Created: 1795997379, Model: "m",
 		Choices: []*pb.Choice{{Index: 0, FinishReason: &finish, Message: &pb.ChatMessage{Role: "assistant"}}},
-		Usage: &pb.Usage{}}
+		Usage:   &pb.Usage{}}
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(openaijson.Marshal(resp), &got))
 	require.Equal(t, float64(1795997379), got["created"], "created is a number")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/providers"
+	"github.com/switchyard/switchyard/resilience"
 )
 
 // ErrModelNotFound is returned for a model no provider serves.
@@ -44,12 +45,14 @@ type Route struct {
 // String is "provider/model".
 func (r Route) String() string { return r.Provider + "/" + r.Model }
 
-// Target is a provider with its configured models.
+// Target is a provider with its configured models and its resilience guard.
 type Target struct {
 	// Provider calls the upstream.
 	Provider providers.Provider
 	// Configured models are served even when discovery fails.
 	Configured []string
+	// Guard runs every upstream call through retries and circuit breakers.
+	Guard *resilience.Guard
 }
 
 // providerModels is one provider's known models.

@@ -7,6 +7,7 @@ import (
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/providers"
+	"github.com/switchyard/switchyard/resilience"
 )
 
 // Call carries what a request brings besides its body.
@@ -19,16 +20,20 @@ type Call struct {
 
 // Router resolves models and calls providers.
 type Router struct {
-	log       *slog.Logger
-	reg       *registry
-	providers map[string]providers.Provider
+	log     *slog.Logger
+	reg     *registry
+	targets map[string]Target
 }
 
 // New returns a Router over targets. Call Discover before serving.
 func New(log *slog.Logger, targets []Target) *Router {
-	r := &Router{log: log, reg: newRegistry(targets), providers: map[string]providers.Provider{}}
+	r := &Router{log: log, reg: newRegistry(targets), targets: map[string]Target{}}
 	for _, t := range targets {
-		r.providers[t.Provider.Name()] = t.Provider
+		if t.Guard == nil {
+			t.Guard = resilience.NewGuard(resilience.GuardConfig{Provider: t.Provider.Name(),
+				Retry: resilience.DefaultRetry(), Breaker: resilience.DefaultBreaker()})
+		}
+		r.targets[t.Provider.Name()] = t
 	}
 	return r
 }
@@ -54,7 +59,14 @@ func (r *Router) Chat(ctx context.Context, req *pb.ChatCompletionRequest, call C
 	if err != nil {
 		return nil, Route{}, err
 	}
-	resp, err := r.providers[route.Provider].Chat(ctx, r.request(req, route, call))
+	t := r.targets[route.Provider]
+	preq := r.request(req, route, call)
+	var resp *pb.ChatCompletion
+	err = t.Guard.Call(ctx, route.Model, false, func(ctx context.Context, _ int) error {
+		var err error
+		resp, err = t.Provider.Chat(ctx, preq)
+		return err
+	})
 	return resp, route, err
 }
 
@@ -64,6 +76,22 @@ func (r *Router) Stream(ctx context.Context, req *pb.ChatCompletionRequest, call
 	if err != nil {
 		return nil, Route{}, err
 	}
-	s, err := r.providers[route.Provider].Stream(ctx, r.request(req, route, call))
+	t := r.targets[route.Provider]
+	preq := r.request(req, route, call)
+	var s providers.Stream
+	err = t.Guard.Call(ctx, route.Model, true, func(ctx context.Context, _ int) error {
+		var err error
+		s, err = t.Provider.Stream(ctx, preq)
+		return err
+	})
 	return s, route, err
+}
+
+// Breakers lists every provider's circuit breakers, by provider name.
+func (r *Router) Breakers() []resilience.Entry {
+	var out []resilience.Entry
+	for _, name := range r.reg.order {
+		out = append(out, r.targets[name].Guard.Breakers().List()...)
+	}
+	return out
 }

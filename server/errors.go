@@ -6,13 +6,17 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/switchyard/switchyard/openaijson"
 	"github.com/switchyard/switchyard/providers"
+	"github.com/switchyard/switchyard/resilience"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -27,6 +31,11 @@ type apiError struct {
 	errType    string // OpenAI "type"
 	code       string // OpenAI "code"
 	param      string // OpenAI "param"
+	// retryAfter, when set, tells clients when trying again makes sense.
+	retryAfter time.Duration
+	// final marks an error after Switchyard spent its own retries: clients should
+	// not multiply them (x-should-retry: false).
+	final bool
 }
 
 // invalidRequest is a 400 naming the offending parameter.
@@ -43,12 +52,20 @@ func toStatus(log *slog.Logger, err error) error {
 		return err
 	}
 	var (
+		oe *resilience.OpenError
+		le *resilience.SlotError
 		de *openaijson.Error
 		pe *providers.Error
 		se *providers.StreamError
 		nf *router.NotFoundError
 	)
 	switch {
+	case errors.As(err, &oe):
+		return statusOf(apiError{httpStatus: http.StatusServiceUnavailable, message: oe.Error(), errType: "server_error",
+			code: "circuit_breaker_open", retryAfter: oe.RetryAfter})
+	case errors.As(err, &le):
+		return statusOf(apiError{httpStatus: http.StatusServiceUnavailable, message: le.Error(), errType: "server_error",
+			code: "circuit_breaker_open", retryAfter: time.Second})
 	case errors.As(err, &de):
 		return statusOf(apiError{httpStatus: http.StatusBadRequest, message: de.Error(), errType: "invalid_request_error", param: de.Param})
 	case errors.As(err, &nf):
@@ -61,7 +78,7 @@ func toStatus(log *slog.Logger, err error) error {
 		return statusOf(apiError{httpStatus: http.StatusBadGateway, message: se.Error(), errType: "server_error", code: "stream_incomplete"})
 	case errors.As(err, &pe):
 		return statusOf(apiError{httpStatus: pe.Status, message: pe.Error(), errType: orDefault(pe.Type, typeForStatus(pe.Status)),
-			code: pe.Code, param: pe.Param})
+			code: pe.Code, param: pe.Param, final: errors.Is(err, resilience.ErrRetriesExhausted)})
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, "the request was cancelled")
 	case errors.Is(err, context.DeadlineExceeded):
@@ -88,8 +105,17 @@ func statusOf(e apiError) error {
 	if e.param != "" {
 		md["param"] = e.param
 	}
+	if e.final {
+		md["should_retry"] = "false"
+	}
+	details := []protoadapt.MessageV1{}
+	if e.retryAfter > 0 {
+		md["retry_after_ms"] = strconv.FormatInt(e.retryAfter.Milliseconds(), 10)
+		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(e.retryAfter)})
+	}
 	reason := orDefault(e.code, e.errType)
-	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: errorDomain, Metadata: md}); err == nil {
+	details = append([]protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: reason, Domain: errorDomain, Metadata: md}}, details...)
+	if d, err := st.WithDetails(details...); err == nil {
 		st = d
 	}
 	return st.Err()
@@ -149,6 +175,9 @@ type openAIError struct {
 	Type       string
 	Code       string
 	Param      string
+	// RetryAfterMS and ShouldRetry become Retry-After / retry-after-ms / x-should-retry.
+	RetryAfterMS string
+	ShouldRetry  string
 }
 
 // fromStatus reads the REST error out of a gRPC status.
@@ -162,6 +191,7 @@ func fromStatus(st *status.Status) openAIError {
 		md := info.GetMetadata()
 		e.HTTPStatus, _ = strconv.Atoi(md["http_status"])
 		e.Type, e.Code, e.Param = md["type"], md["code"], md["param"]
+		e.RetryAfterMS, e.ShouldRetry = md["retry_after_ms"], md["should_retry"]
 	}
 	if e.HTTPStatus == 0 {
 		e.HTTPStatus = httpForCode(st.Code())

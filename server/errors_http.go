@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc/status"
@@ -19,6 +20,13 @@ func writeError(w http.ResponseWriter, err error) {
 	e := fromStatus(status.Convert(err))
 	h := w.Header()
 	h.Del("Content-Length")
+	if ms, err := strconv.ParseInt(e.RetryAfterMS, 10, 64); err == nil && ms > 0 {
+		h.Set("Retry-After", strconv.FormatInt((ms+999)/1000, 10))
+		h.Set("Retry-After-Ms", e.RetryAfterMS)
+	}
+	if e.ShouldRetry != "" {
+		h.Set("X-Should-Retry", e.ShouldRetry)
+	}
 	h.Set("Content-Type", "application/json")
 	w.WriteHeader(e.HTTPStatus)
 	_, _ = w.Write(appendErrorJSON(make([]byte, 0, 256), e))
