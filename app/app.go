@@ -43,12 +43,15 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		return nil, err
 	}
 	rt := router.New(log, targets)
+	if err := rt.SetVirtualModels(virtualModels(cfg)); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
 	rt.Discover(ctx, discoveryTimeout)
 	if len(rt.Models()) == 0 {
 		log.Warn("no models available yet: requests will get 503 until a provider's discovery succeeds")
 	}
 	srv, err := server.New(server.Config{
-		Log: log, Router: rt, MaxBodyBytes: cfg.Server.MaxBodyBytes, ShutdownTimeout: cfg.Server.ShutdownTimeout,
+		Log: log, Router: rt, MaxBodyBytes: cfg.Server.MaxBodyBytes, DrainTimeout: cfg.Server.DrainTimeout,
 		Keys: server.Keys{Master: string(cfg.Server.MasterKey), Admin: string(cfg.Server.AdminKey)},
 	})
 	if err != nil {

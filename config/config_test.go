@@ -121,6 +121,7 @@ func TestErrorsNameTheKeyPath(t *testing.T) {
 		"resilience:\n  circuit_breaker:\n    scope: region\n":                                                "resilience.circuit_breaker.scope",
 		"virtual_models:\n  - source: v\n    targets: []\n":                                                   "virtual_models[0].targets",
 		"virtual_models:\n  - source: v\n    targets:\n      - model: no/m\n":                                 "unknown provider \"no\"",
+		"providers:\n  p:\n    type: simulator\nvirtual_models:\n  - source: p/a\n    targets: [{model: p/b}]\n  - source: p/b\n    targets: [{model: p/a}]\n": "chains cannot loop",
 		"virtual_models:\n  - source: v\n    failover: {enabld: true}\n    targets: [{model: simulator/x}]\n": "virtual_models[0].failover.enabld",
 	}
 	for text, want := range cases {

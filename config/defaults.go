@@ -8,7 +8,7 @@ const (
 	DefaultGRPCAddr          = "127.0.0.1:9090"
 	DefaultMaxBodyBytes      = 8 << 20
 	DefaultStreamIdleTimeout = 60 * time.Second
-	DefaultShutdownTimeout   = 10 * time.Second
+	DefaultDrainTimeout      = 10 * time.Second
 	DefaultDataDir           = "./data"
 
 	DefaultConnectTimeout        = 10 * time.Second
@@ -34,8 +34,8 @@ func applyDefaults(cfg *Config) {
 	if s.StreamIdleTimeout == 0 {
 		s.StreamIdleTimeout = DefaultStreamIdleTimeout
 	}
-	if s.ShutdownTimeout == 0 {
-		s.ShutdownTimeout = DefaultShutdownTimeout
+	if s.DrainTimeout == 0 {
+		s.DrainTimeout = DefaultDrainTimeout
 	}
 	if s.DataDir == "" {
 		s.DataDir = DefaultDataDir

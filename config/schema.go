@@ -35,8 +35,8 @@ type Server struct {
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// StreamIdleTimeout limits each gap between upstream stream reads after the first byte.
 	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
-	// ShutdownTimeout is the drain deadline for in-flight calls on SIGTERM.
-	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// DrainTimeout is the drain deadline for in-flight calls on SIGTERM.
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
 	// DataDir holds runtime state (e.g. virtual models created through the admin API).
 	DataDir string `yaml:"data_dir"`
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -151,6 +152,10 @@ func grpcurl(t *testing.T, args ...string) string {
 		bin = "grpcurl"
 	}
 	path, err := exec.LookPath(bin)
+	if err != nil {
+		home, _ := os.UserHomeDir()
+		path, err = exec.LookPath(filepath.Join(home, ".cache", "switchyard", "bin", "grpcurl"))
+	}
 	require.NoError(t, err, "grpcurl not found: run the tests through `make test` (scripts/tools.sh installs it)")
 	out, err := exec.Command(path, args...).CombinedOutput()
 	require.NoError(t, err, string(out))

@@ -3,6 +3,8 @@ package router
 import (
 	"context"
 	"log/slog"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
@@ -12,17 +14,25 @@ import (
 
 // Call carries what a request brings besides its body.
 type Call struct {
-	// IdempotencyKey is the client's Idempotency-Key (already validated).
+	// IdempotencyKey is the client's Idempotency-Key (already validated). It goes to
+	// the first target only: a failover attempt sends a different request.
 	IdempotencyKey string
 	// RequestID is forwarded upstream as X-Request-Id.
 	RequestID string
 }
 
-// Router resolves models and calls providers.
+// Router resolves models (virtual models first, then provider models) and runs each
+// call through its target's guard, failing over along virtual model chains.
 type Router struct {
 	log     *slog.Logger
 	reg     *registry
 	targets map[string]Target
+	virtual atomic.Pointer[virtualState]
+}
+
+type virtualState struct {
+	table virtualTable
+	list  []VirtualModel
 }
 
 // New returns a Router over targets. Call Discover before serving.
@@ -35,54 +45,116 @@ func New(log *slog.Logger, targets []Target) *Router {
 		}
 		r.targets[t.Provider.Name()] = t
 	}
+	r.virtual.Store(&virtualState{table: virtualTable{}})
 	return r
 }
+
+// SetVirtualModels validates vms and, if all are valid, replaces the virtual models
+// for the next request. It reports every problem at once.
+func (r *Router) SetVirtualModels(vms []VirtualModel) error {
+	table, err := buildTable(vms, r.targets)
+	if err != nil {
+		return err
+	}
+	r.virtual.Store(&virtualState{table: table, list: slices.Clone(vms)})
+	return nil
+}
+
+// VirtualModels returns the current virtual models.
+func (r *Router) VirtualModels() []VirtualModel { return slices.Clone(r.virtual.Load().list) }
 
 // Discover refreshes every provider's model list.
 func (r *Router) Discover(ctx context.Context, timeout time.Duration) {
 	r.reg.discover(ctx, r.log, timeout)
 }
 
-// Resolve maps a model name to its route.
+// Resolve maps a provider model name to its route (virtual models aside).
 func (r *Router) Resolve(model string) (Route, error) { return r.reg.resolve(model) }
 
-// Models lists every routable model.
-func (r *Router) Models() []Model { return r.reg.list() }
+// Models lists every routable model: provider models, then virtual models.
+func (r *Router) Models() []Model {
+	out := r.reg.list()
+	for _, vm := range r.virtual.Load().list {
+		out = append(out, Model{ID: vm.Source, OwnedBy: "switchyard"})
+	}
+	return out
+}
 
-func (r *Router) request(req *pb.ChatCompletionRequest, route Route, call Call) *providers.Request {
-	return &providers.Request{Body: req, Model: route.Model, IdempotencyKey: call.IdempotencyKey, RequestID: call.RequestID}
+// attempt calls one target; it is handed a request built for that target.
+type attempt func(ctx context.Context, t Target, req *providers.Request) error
+
+// walk runs try on the target(s) serving model and says which route answered (or
+// failed last).
+func (r *Router) walk(ctx context.Context, body *pb.ChatCompletionRequest, call Call, try attempt) (Route, error) {
+	model := body.GetModel()
+	c := r.virtual.Load().table[model]
+	if c == nil {
+		route, err := r.reg.resolve(model)
+		if err != nil {
+			return Route{}, err
+		}
+		req := &providers.Request{Body: body, Model: route.Model, IdempotencyKey: call.IdempotencyKey, RequestID: call.RequestID}
+		return route, try(ctx, r.targets[route.Provider], req)
+	}
+	first := c.first()
+	backups := 0
+	var last Route
+	var lastErr error
+	for i := range c.routes {
+		route := c.at(first, i)
+		if i > 0 && c.vm.Failover.MaxAttempts > 0 && backups >= c.vm.Failover.MaxAttempts {
+			break
+		}
+		req := &providers.Request{Body: body, Model: route.Model, RequestID: call.RequestID}
+		if i == 0 {
+			req.IdempotencyKey = call.IdempotencyKey
+		}
+		err := try(ctx, r.targets[route.Provider], req)
+		if err == nil {
+			return route, nil
+		}
+		last, lastErr = route, err
+		if ctx.Err() != nil || !c.failsOver() {
+			return route, err
+		}
+		move, skipped := c.vm.Failover.eligible(err)
+		if !move {
+			return route, err
+		}
+		if i > 0 && !skipped {
+			backups++
+		}
+		if i+1 < len(c.routes) {
+			r.log.Warn("failing over", "virtual_model", model, "from", route.String(),
+				"to", c.at(first, i+1).String(), "reason", err.Error(), "skipped", skipped, "request_id", call.RequestID)
+		}
+	}
+	return last, lastErr
 }
 
 // Chat runs a non-stream chat completion and says which route answered.
-func (r *Router) Chat(ctx context.Context, req *pb.ChatCompletionRequest, call Call) (*pb.ChatCompletion, Route, error) {
-	route, err := r.Resolve(req.GetModel())
-	if err != nil {
-		return nil, Route{}, err
-	}
-	t := r.targets[route.Provider]
-	preq := r.request(req, route, call)
+func (r *Router) Chat(ctx context.Context, body *pb.ChatCompletionRequest, call Call) (*pb.ChatCompletion, Route, error) {
 	var resp *pb.ChatCompletion
-	err = t.Guard.Call(ctx, route.Model, false, func(ctx context.Context, _ int) error {
-		var err error
-		resp, err = t.Provider.Chat(ctx, preq)
-		return err
+	route, err := r.walk(ctx, body, call, func(ctx context.Context, t Target, req *providers.Request) error {
+		return t.Guard.Call(ctx, req.Model, false, func(ctx context.Context, _ int) error {
+			var err error
+			resp, err = t.Provider.Chat(ctx, req)
+			return err
+		})
 	})
 	return resp, route, err
 }
 
-// Stream opens a streaming chat completion; it returns once the first event arrived.
-func (r *Router) Stream(ctx context.Context, req *pb.ChatCompletionRequest, call Call) (providers.Stream, Route, error) {
-	route, err := r.Resolve(req.GetModel())
-	if err != nil {
-		return nil, Route{}, err
-	}
-	t := r.targets[route.Provider]
-	preq := r.request(req, route, call)
+// Stream opens a streaming chat completion; it returns once the first event arrived,
+// so that failures before it fail over.
+func (r *Router) Stream(ctx context.Context, body *pb.ChatCompletionRequest, call Call) (providers.Stream, Route, error) {
 	var s providers.Stream
-	err = t.Guard.Call(ctx, route.Model, true, func(ctx context.Context, _ int) error {
-		var err error
-		s, err = t.Provider.Stream(ctx, preq)
-		return err
+	route, err := r.walk(ctx, body, call, func(ctx context.Context, t Target, req *providers.Request) error {
+		return t.Guard.Call(ctx, req.Model, true, func(ctx context.Context, _ int) error {
+			var err error
+			s, err = t.Provider.Stream(ctx, req)
+			return err
+		})
 	})
 	return s, route, err
 }

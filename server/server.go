@@ -36,8 +36,8 @@ type Config struct {
 	Keys Keys
 	// MaxBodyBytes limits REST request bodies.
 	MaxBodyBytes int64
-	// ShutdownTimeout is the drain deadline for in-flight calls.
-	ShutdownTimeout time.Duration
+	// DrainTimeout is the drain deadline for in-flight calls.
+	DrainTimeout time.Duration
 }
 
 // Server is a running (or ready to run) Switchyard.
@@ -121,9 +121,9 @@ func (s *Server) Shutdown(ctx context.Context) {
 		return
 	}
 	s.health.Shutdown()
-	if s.cfg.ShutdownTimeout > 0 {
+	if s.cfg.DrainTimeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.DrainTimeout)
 		defer cancel()
 	}
 	_ = s.http.Shutdown(ctx)

@@ -47,7 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: readiness off, draining in-flight calls", "deadline", cfg.Server.ShutdownTimeout)
+	log.Info("shutting down: readiness off, draining in-flight calls", "deadline", cfg.Server.DrainTimeout)
 	if err := a.Shutdown(context.Background()); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("shutdown: %w", err)
 	}

@@ -1,0 +1,165 @@
+package router
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+)
+
+// Strategy picks a virtual model's first target.
+type Strategy string
+
+// Strategies.
+const (
+	StrategyFailover   Strategy = "failover"
+	StrategyRoundRobin Strategy = "round_robin"
+	StrategyWeighted   Strategy = "weighted"
+)
+
+// VirtualModel routes one model name across several provider models.
+type VirtualModel struct {
+	// Source is the name clients send; it shadows a real model of the same name.
+	Source string
+	// Strategy picks the first target.
+	Strategy Strategy
+	// Targets are provider models ("provider/model"), in failover order.
+	Targets []VirtualTarget
+	// Failover is the policy for moving on to the next target.
+	Failover Failover
+	// ConfigManaged marks virtual models defined in the config file.
+	ConfigManaged bool
+}
+
+// VirtualTarget is one target and its weight (weighted strategy).
+type VirtualTarget struct {
+	Model  string
+	Weight int
+}
+
+// chain is a compiled virtual model; immutable except for its round-robin counter.
+type chain struct {
+	vm          VirtualModel
+	routes      []Route
+	weights     []int // cumulative
+	totalWeight int
+	next        atomic.Uint64
+}
+
+// ErrInvalidVirtualModel marks a virtual model that cannot be routed.
+var ErrInvalidVirtualModel = errors.New("invalid virtual model")
+
+// InvalidError says what is wrong with a virtual model; it matches ErrInvalidVirtualModel.
+type InvalidError struct{ Reason string }
+
+func (e *InvalidError) Error() string { return e.Reason }
+
+// Is matches ErrInvalidVirtualModel.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalidVirtualModel }
+
+// compile checks vm against the known providers and the other virtual models'
+// sources, and builds its chain. Targets always name provider models directly, so a
+// chain never passes through another virtual model and cannot loop.
+func compile(vm VirtualModel, providers map[string]Target, sources map[string]bool) (*chain, error) {
+	bad := func(format string, args ...any) (*chain, error) {
+		return nil, &InvalidError{Reason: fmt.Sprintf("virtual model %q: ", vm.Source) + fmt.Sprintf(format, args...)}
+	}
+	if vm.Source == "" {
+		return bad("source is required")
+	}
+	switch vm.Strategy {
+	case "":
+		vm.Strategy = StrategyFailover
+	case StrategyFailover, StrategyRoundRobin, StrategyWeighted:
+	default:
+		return bad("unknown strategy %q (want failover, round_robin or weighted)", vm.Strategy)
+	}
+	if len(vm.Targets) == 0 {
+		return bad("needs at least one target")
+	}
+	c := &chain{vm: vm}
+	for i, t := range vm.Targets {
+		if t.Model != vm.Source && sources[t.Model] {
+			return bad("target %d (%s) is another virtual model; targets must name provider models, so chains cannot loop", i, t.Model)
+		}
+		prov, local, ok := strings.Cut(t.Model, "/")
+		if !ok || local == "" {
+			return bad("target %d (%s) must be provider/model", i, t.Model)
+		}
+		if _, known := providers[prov]; !known {
+			return bad("target %d (%s) names unknown provider %q", i, t.Model, prov)
+		}
+		if t.Weight < 0 {
+			return bad("target %d (%s) has a negative weight", i, t.Model)
+		}
+		w := t.Weight
+		if w == 0 && vm.Strategy != StrategyWeighted {
+			w = 1
+		}
+		c.totalWeight += w
+		c.weights = append(c.weights, c.totalWeight)
+		c.routes = append(c.routes, Route{Provider: prov, Model: local})
+	}
+	if vm.Strategy == StrategyWeighted && c.totalWeight == 0 {
+		return bad("weighted strategy needs a target with a positive weight")
+	}
+	return c, nil
+}
+
+// first picks the index of the first target by strategy.
+func (c *chain) first() int {
+	switch c.vm.Strategy {
+	case StrategyRoundRobin:
+		return int((c.next.Add(1) - 1) % uint64(len(c.routes)))
+	case StrategyWeighted:
+		x := rand.IntN(c.totalWeight)
+		for i, cum := range c.weights {
+			if x < cum {
+				return i
+			}
+		}
+	}
+	return 0
+}
+
+// failsOver reports whether the chain moves past a failed target.
+func (c *chain) failsOver() bool {
+	return c.vm.Strategy == StrategyFailover || c.vm.Failover.Enabled
+}
+
+// at returns the i-th target to try: the first pick, then the others in declared order.
+func (c *chain) at(first, i int) Route {
+	if i == 0 {
+		return c.routes[first]
+	}
+	if i <= first {
+		return c.routes[i-1]
+	}
+	return c.routes[i]
+}
+
+// virtualTable is an immutable set of chains, swapped whole on change.
+type virtualTable map[string]*chain
+
+// buildTable compiles vms; it reports every problem at once.
+func buildTable(vms []VirtualModel, providers map[string]Target) (virtualTable, error) {
+	sources := map[string]bool{}
+	var errs []error
+	for _, vm := range vms {
+		if sources[vm.Source] {
+			errs = append(errs, &InvalidError{Reason: fmt.Sprintf("virtual model %q is defined twice", vm.Source)})
+		}
+		sources[vm.Source] = true
+	}
+	t := virtualTable{}
+	for _, vm := range vms {
+		c, err := compile(vm, providers, sources)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		t[vm.Source] = c
+	}
+	return t, errors.Join(errs...)
+}
