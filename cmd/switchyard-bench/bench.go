@@ -1,0 +1,300 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+)
+
+const requestBody = `{"model":"openai/gpt-4o","messages":[{"role":"system","content":"You are a helpful assistant."},` +
+	`{"role":"user","content":"Say hello to the world in one short sentence."}],"temperature":0.2,"max_tokens":64}`
+
+// proc is a server started as a child process.
+type proc struct {
+	cmd   *exec.Cmd
+	addrs map[string]string
+}
+
+func startProc(ctx context.Context, args ...string) (*proc, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, self, args...)
+	cmd.Stderr = os.Stderr
+	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(runtime.NumCPU()))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return nil, fmt.Errorf("%s did not start: %w", args[0], err)
+	}
+	p := &proc{cmd: cmd, addrs: map[string]string{}}
+	for _, f := range strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "listening ")) {
+		k, v, _ := strings.Cut(f, "=")
+		p.addrs[k] = v
+	}
+	return p, nil
+}
+
+func (p *proc) stop() {
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+// cpu returns the process's user+sys CPU time from /proc/PID/stat.
+func (p *proc) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	const ticks = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / ticks
+}
+
+// peakRSS returns VmHWM in bytes.
+func (p *proc) peakRSS() int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+type result struct {
+	name, mode string
+	conc       int
+	reqs       int
+	errs       int
+	elapsed    time.Duration
+	p50, p99   time.Duration
+	cpu        time.Duration
+	rss        int64
+}
+
+func (r result) rps() float64 { return float64(r.reqs) / r.elapsed.Seconds() }
+
+func (r result) cpuPerReq() time.Duration {
+	if r.reqs == 0 {
+		return 0
+	}
+	return r.cpu / time.Duration(r.reqs)
+}
+
+// load runs do from conc goroutines for d, closed loop.
+func load(ctx context.Context, conc int, d time.Duration, do func() error) (reqs, errs int, lat []time.Duration, elapsed time.Duration) {
+	type out struct {
+		lat  []time.Duration
+		errs int
+	}
+	ch := make(chan out, conc)
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	start := time.Now()
+	for range conc {
+		go func() {
+			var o out
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				if err := do(); err != nil {
+					o.errs++
+					continue
+				}
+				o.lat = append(o.lat, time.Since(t0))
+			}
+			ch <- o
+		}()
+	}
+	for range conc {
+		o := <-ch
+		lat = append(lat, o.lat...)
+		errs += o.errs
+	}
+	return len(lat), errs, lat, time.Since(start)
+}
+
+func percentile(lat []time.Duration, q float64) time.Duration {
+	if len(lat) == 0 {
+		return 0
+	}
+	sorted := append([]time.Duration(nil), lat...)
+	slices.Sort(sorted)
+	return sorted[int(q*float64(len(sorted)-1))]
+}
+
+func restDo(client *http.Client, url string, stream bool) func() error {
+	body := requestBody
+	if stream {
+		body = strings.TrimSuffix(requestBody, "}") + `,"stream":true,"stream_options":{"include_usage":true}}`
+	}
+	return func() error {
+		resp, err := client.Post(url, "application/json", strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("status %d: %s", resp.StatusCode, b)
+		}
+		if stream && !strings.HasSuffix(string(b), "data: [DONE]\n\n") {
+			return errors.New("incomplete stream")
+		}
+		return nil
+	}
+}
+
+func grpcDo(c pb.ChatServiceClient, stream bool) func() error {
+	req := &pb.ChatCompletionRequest{Model: "openai/gpt-4o", Messages: []*pb.ChatMessage{
+		{Role: "system", Content: structpb.NewStringValue("You are a helpful assistant.")},
+		{Role: "user", Content: structpb.NewStringValue("Say hello to the world in one short sentence.")}}}
+	return func() error {
+		if !stream {
+			_, err := c.CreateChatCompletion(context.Background(), req)
+			return err
+		}
+		st, err := c.StreamChatCompletion(context.Background(), req)
+		if err != nil {
+			return err
+		}
+		for {
+			if _, err := st.Recv(); err != nil {
+				if err == io.EOF {
+					return nil
+				}
+				return err
+			}
+		}
+	}
+}
+
+func bench(ctx context.Context, args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("switchyard-bench", flag.ContinueOnError)
+	conc := fs.Int("c", 32, "concurrent clients")
+	dur := fs.Duration("d", 10*time.Second, "duration of each measured run")
+	warm := fs.Duration("warmup", time.Second, "warm-up before each run")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	up, err := startProc(ctx, "upstream")
+	if err != nil {
+		return err
+	}
+	defer up.stop()
+	upURL := "http://" + up.addrs["http"]
+	floor, err := startProc(ctx, "proxy", "--upstream", upURL)
+	if err != nil {
+		return err
+	}
+	defer floor.stop()
+	sy, err := startProc(ctx, "switchyard", "--upstream", upURL)
+	if err != nil {
+		return err
+	}
+	defer sy.stop()
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, DisableCompression: true}}
+	conn, err := grpc.NewClient(sy.addrs["grpc"], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	chat := pb.NewChatServiceClient(conn)
+
+	type run struct {
+		name, mode string
+		p          *proc
+		do         func() error
+	}
+	runs := []run{
+		{"floor (reverse proxy)", "rest", floor, restDo(client, "http://"+floor.addrs["http"]+"/v1/chat/completions", false)},
+		{"switchyard", "rest", sy, restDo(client, "http://"+sy.addrs["http"]+"/v1/chat/completions", false)},
+		{"switchyard", "grpc", sy, grpcDo(chat, false)},
+		{"floor (reverse proxy)", "rest-stream", floor, restDo(client, "http://"+floor.addrs["http"]+"/v1/chat/completions", true)},
+		{"switchyard", "rest-stream", sy, restDo(client, "http://"+sy.addrs["http"]+"/v1/chat/completions", true)},
+		{"switchyard", "grpc-stream", sy, grpcDo(chat, true)},
+	}
+	var results []result
+	for _, r := range runs {
+		if err := r.do(); err != nil {
+			return fmt.Errorf("%s %s: %w", r.name, r.mode, err)
+		}
+		load(ctx, *conc, *warm, r.do)
+		before := r.p.cpu()
+		n, errs, lat, elapsed := load(ctx, *conc, *dur, r.do)
+		results = append(results, result{name: r.name, mode: r.mode, conc: *conc, reqs: n, errs: errs, elapsed: elapsed,
+			p50: percentile(lat, 0.5), p99: percentile(lat, 0.99), cpu: r.p.cpu() - before, rss: r.p.peakRSS()})
+	}
+	// Added latency at c=1: each path's p50 minus the upstream's own p50.
+	direct := restDo(client, upURL+"/v1/chat/completions", false)
+	_, _, dlat, _ := load(ctx, 1, *dur/2, direct)
+	_, _, flat, _ := load(ctx, 1, *dur/2, runs[0].do)
+	_, _, slat, _ := load(ctx, 1, *dur/2, runs[1].do)
+	up50, fl50, sy50 := percentile(dlat, 0.5), percentile(flat, 0.5), percentile(slat, 0.5)
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "target\tmode\tc\treq/s\tp50\tp99\tCPU/req\tpeak RSS\terrors\t\n")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%v\t%v\t%v\t%.1f MB\t%d\t\n", r.name, r.mode, r.conc, r.rps(),
+			r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.cpuPerReq().Round(time.Microsecond),
+			float64(r.rss)/(1<<20), r.errs)
+	}
+	_ = tw.Flush()
+	ratio := func(a, b result) string {
+		return fmt.Sprintf("CPU/req %.2fx, req/s %.2fx", float64(a.cpuPerReq())/float64(b.cpuPerReq()), a.rps()/b.rps())
+	}
+	fmt.Fprintf(w, "\nratios Switchyard / floor (targets: CPU/req <= 1.5x, req/s >= 0.8x)\n")
+	fmt.Fprintf(w, "  non-stream REST: %s\n", ratio(results[1], results[0]))
+	fmt.Fprintf(w, "  non-stream gRPC: %s\n", ratio(results[2], results[0]))
+	fmt.Fprintf(w, "  stream REST:     %s\n", ratio(results[4], results[3]))
+	fmt.Fprintf(w, "  stream gRPC:     %s\n", ratio(results[5], results[3]))
+	fmt.Fprintf(w, "  gRPC unary / REST CPU/req: %.2fx (target < 1)\n", float64(results[2].cpuPerReq())/float64(results[1].cpuPerReq()))
+	fmt.Fprintf(w, "  added p50 at c=1: floor %v, switchyard %v (upstream alone %v) → %.2fx (target <= 1.5x)\n",
+		(fl50 - up50).Round(time.Microsecond), (sy50 - up50).Round(time.Microsecond), up50.Round(time.Microsecond),
+		float64(sy50-up50)/float64(max(fl50-up50, time.Microsecond)))
+	fmt.Fprintf(w, "machine: %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	return nil
+}
