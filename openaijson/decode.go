@@ -8,16 +8,18 @@
 //     request and response members pass through in both directions;
 //   - fields OpenAI omits when unset are proto3 optional and left out when unset;
 //     plain scalars are always written (choices[].index: 0 included).
+//
+// Decoding is a single pass over the bytes (no intermediate maps), because it sits
+// on every request, response and stream chunk.
 package openaijson
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -44,32 +46,56 @@ func (e *Error) Error() string {
 // Unmarshal decodes the JSON object data into msg, replacing its contents.
 func Unmarshal(data []byte, msg proto.Message) error {
 	proto.Reset(msg)
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 {
+	d := &decoder{s: scanner{data: data}}
+	switch d.s.peek() {
+	case 0:
 		return &Error{Msg: "request body is empty; expected a JSON object"}
-	}
-	if !json.Valid(data) {
-		return &Error{Msg: "request body is not valid JSON"}
-	}
-	if data[0] != '{' {
+	case '{':
+	default:
+		if !json.Valid(data) {
+			return &Error{Msg: "request body is not valid JSON"}
+		}
 		return &Error{Msg: "request body must be a JSON object"}
 	}
-	return decodeMessage(data, msg.ProtoReflect(), "")
+	err := d.message(msg.ProtoReflect())
+	if err == nil && d.s.peek() != 0 {
+		err = errSyntax
+	}
+	if err == errSyntax || (err != nil && !json.Valid(data)) {
+		return &Error{Msg: "request body is not valid JSON"}
+	}
+	return err
 }
 
-func join(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
+// pathElem is one step of the path to the member being decoded.
+type pathElem struct {
+	key   string
+	index int // -1 for object members
 }
 
-func isWellKnown(md protoreflect.MessageDescriptor) bool {
-	switch md.FullName() {
-	case "google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue":
-		return true
+type decoder struct {
+	s    scanner
+	path []pathElem
+}
+
+func (d *decoder) push(key string)       { d.path = append(d.path, pathElem{key: key, index: -1}) }
+func (d *decoder) pushIndex(i int)       { d.path = append(d.path, pathElem{index: i}) }
+func (d *decoder) pop()                  { d.path = d.path[:len(d.path)-1] }
+func (d *decoder) fail(msg string) error { return &Error{Param: d.param(), Msg: msg} }
+
+func (d *decoder) param() string {
+	var b strings.Builder
+	for _, p := range d.path {
+		if p.index >= 0 {
+			b.WriteString("[" + strconv.Itoa(p.index) + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(p.key)
 	}
-	return false
+	return b.String()
 }
 
 func extraField(md protoreflect.MessageDescriptor) protoreflect.FieldDescriptor {
@@ -80,42 +106,68 @@ func extraField(md protoreflect.MessageDescriptor) protoreflect.FieldDescriptor 
 	return fd
 }
 
-func decodeMessage(raw []byte, m protoreflect.Message, path string) error {
-	if isWellKnown(m.Descriptor()) {
-		if err := protojson.Unmarshal(raw, m.Interface()); err != nil {
-			return &Error{Param: path, Msg: "expected " + wellKnownWant(m.Descriptor())}
-		}
-		return nil
-	}
-	if raw[0] != '{' {
-		return &Error{Param: path, Msg: "expected an object"}
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return &Error{Param: path, Msg: "expected an object"}
-	}
+func (d *decoder) message(m protoreflect.Message) error {
 	md := m.Descriptor()
-	extraFd := extraField(md)
-	var extra *structpb.Struct
-	for name, v := range obj {
-		fd := md.Fields().ByName(protoreflect.Name(name))
-		if fd == nil || fd == extraFd {
-			if extraFd == nil {
-				continue
-			}
-			var val structpb.Value
-			if err := protojson.Unmarshal(v, &val); err != nil {
-				return &Error{Param: join(path, name), Msg: "unreadable value"}
-			}
-			if extra == nil {
-				extra = &structpb.Struct{Fields: make(map[string]*structpb.Value, len(obj))}
-			}
-			extra.Fields[name] = &val
-			continue
+	switch md.FullName() {
+	case "google.protobuf.Struct":
+		if d.s.peek() != '{' {
+			return d.fail("expected an object")
 		}
-		if err := decodeField(v, m, fd, join(path, name)); err != nil {
+		st, err := d.s.structValue()
+		if err != nil {
 			return err
 		}
+		proto.Merge(m.Interface(), st)
+		return nil
+	case "google.protobuf.ListValue":
+		if d.s.peek() != '[' {
+			return d.fail("expected an array")
+		}
+		v, err := d.s.value()
+		if err != nil {
+			return err
+		}
+		proto.Merge(m.Interface(), v.GetListValue())
+		return nil
+	case "google.protobuf.Value":
+		v, err := d.s.value()
+		if err != nil {
+			return err
+		}
+		proto.Merge(m.Interface(), v)
+		return nil
+	}
+	if d.s.peek() != '{' {
+		return d.fail("expected an object")
+	}
+	fields := md.Fields()
+	extraFd := extraField(md)
+	var extra *structpb.Struct
+	err := d.s.object(func(key string) error {
+		fd := fields.ByName(protoreflect.Name(key))
+		if fd == nil || fd == extraFd {
+			if extraFd == nil {
+				return d.s.skip()
+			}
+			v, err := d.s.value()
+			if err != nil {
+				return err
+			}
+			if extra == nil {
+				extra = &structpb.Struct{Fields: make(map[string]*structpb.Value, 4)}
+			}
+			extra.Fields[key] = v
+			return nil
+		}
+		d.push(key)
+		err := d.field(m, fd)
+		if err == nil {
+			d.pop()
+		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	if extra != nil {
 		m.Set(extraFd, protoreflect.ValueOfMessage(extra.ProtoReflect()))
@@ -123,82 +175,72 @@ func decodeMessage(raw []byte, m protoreflect.Message, path string) error {
 	return nil
 }
 
-func wellKnownWant(md protoreflect.MessageDescriptor) string {
-	switch md.FullName() {
-	case "google.protobuf.Struct":
-		return "an object"
-	case "google.protobuf.ListValue":
-		return "an array"
+func (d *decoder) null() bool {
+	if d.s.peek() == 'n' {
+		return d.s.literal("null")
 	}
-	return "a JSON value"
+	return false
 }
 
-func decodeField(raw []byte, m protoreflect.Message, fd protoreflect.FieldDescriptor, path string) error {
-	isNull := string(raw) == "null"
+func (d *decoder) field(m protoreflect.Message, fd protoreflect.FieldDescriptor) error {
 	switch {
 	case fd.IsMap():
-		if isNull {
+		if d.null() {
 			return nil
 		}
-		var obj map[string]json.RawMessage
-		if raw[0] != '{' || json.Unmarshal(raw, &obj) != nil {
-			return &Error{Param: path, Msg: "expected an object"}
+		if d.s.peek() != '{' {
+			return d.fail("expected an object")
 		}
 		mp := m.Mutable(fd).Map()
-		for k, v := range obj {
-			key, err := scalar([]byte(strconv.Quote(k)), fd.MapKey(), join(path, k))
+		return d.s.object(func(key string) error {
+			d.push(key)
+			val, err := d.scalar(fd.MapValue())
 			if err != nil {
 				return err
 			}
-			val, err := scalar(v, fd.MapValue(), join(path, k))
-			if err != nil {
-				return err
-			}
-			mp.Set(key.MapKey(), val)
-		}
-		return nil
+			d.pop()
+			mp.Set(protoreflect.ValueOfString(key).MapKey(), val)
+			return nil
+		})
 	case fd.IsList():
-		if isNull {
+		if d.null() {
 			return nil
 		}
-		var arr []json.RawMessage
-		if raw[0] != '[' || json.Unmarshal(raw, &arr) != nil {
-			return &Error{Param: path, Msg: "expected an array"}
+		if d.s.peek() != '[' {
+			return d.fail("expected an array")
 		}
 		list := m.Mutable(fd).List()
-		for i, v := range arr {
-			p := path + "[" + strconv.Itoa(i) + "]"
+		return d.s.array(func(i int) error {
+			d.pushIndex(i)
 			if fd.Message() != nil {
-				el := list.NewElement()
-				if string(v) == "null" {
-					return &Error{Param: p, Msg: "expected an object"}
+				if d.s.peek() == 'n' {
+					return d.fail("expected an object")
 				}
-				if err := decodeMessage(v, el.Message(), p); err != nil {
+				el := list.NewElement()
+				if err := d.message(el.Message()); err != nil {
 					return err
 				}
 				list.Append(el)
-				continue
+			} else {
+				val, err := d.scalar(fd)
+				if err != nil {
+					return err
+				}
+				list.Append(val)
 			}
-			val, err := scalar(v, fd, p)
-			if err != nil {
-				return err
-			}
-			list.Append(val)
-		}
-		return nil
+			d.pop()
+			return nil
+		})
 	case fd.Message() != nil:
-		if isNull {
-			if fd.Message().FullName() == "google.protobuf.Value" {
-				m.Set(fd, protoreflect.ValueOfMessage(structpb.NewNullValue().ProtoReflect()))
-			}
-			return nil
+		if d.s.peek() == 'n' && fd.Message().FullName() != "google.protobuf.Value" {
+			return d.s.lit("null")
 		}
-		return decodeMessage(raw, m.Mutable(fd).Message(), path)
+		return d.message(m.Mutable(fd).Message())
 	default:
-		if isNull {
+		if d.null() {
 			return nil
 		}
-		val, err := scalar(raw, fd, path)
+		val, err := d.scalar(fd)
 		if err != nil {
 			return err
 		}
@@ -207,75 +249,86 @@ func decodeField(raw []byte, m protoreflect.Message, fd protoreflect.FieldDescri
 	}
 }
 
-func scalar(raw []byte, fd protoreflect.FieldDescriptor, path string) (protoreflect.Value, error) {
+func (d *decoder) scalar(fd protoreflect.FieldDescriptor) (protoreflect.Value, error) {
+	c := d.s.peek()
 	switch fd.Kind() {
 	case protoreflect.StringKind:
-		var s string
-		if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-			return protoreflect.Value{}, &Error{Param: path, Msg: "expected a string"}
+		if c != '"' {
+			return protoreflect.Value{}, d.fail("expected a string")
 		}
-		return protoreflect.ValueOfString(s), nil
+		v, err := d.s.str()
+		return protoreflect.ValueOfString(v), err
 	case protoreflect.BoolKind:
-		switch string(raw) {
-		case "true":
+		switch {
+		case d.s.literal("true"):
 			return protoreflect.ValueOfBool(true), nil
-		case "false":
+		case d.s.literal("false"):
 			return protoreflect.ValueOfBool(false), nil
 		}
-		return protoreflect.Value{}, &Error{Param: path, Msg: "expected a boolean"}
-	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
-		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind,
-		protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
-		return integer(raw, fd, path)
+		return protoreflect.Value{}, d.fail("expected a boolean")
 	case protoreflect.DoubleKind, protoreflect.FloatKind:
-		f, err := strconv.ParseFloat(string(raw), 64)
-		if err != nil || raw[0] == '"' {
-			return protoreflect.Value{}, &Error{Param: path, Msg: "expected a number"}
+		if c != '-' && (c < '0' || c > '9') {
+			return protoreflect.Value{}, d.fail("expected a number")
+		}
+		num, err := d.s.number()
+		if err != nil {
+			return protoreflect.Value{}, err
+		}
+		f, err := strconv.ParseFloat(string(num), 64)
+		if err != nil {
+			return protoreflect.Value{}, d.fail("expected a number")
 		}
 		if fd.Kind() == protoreflect.FloatKind {
 			return protoreflect.ValueOfFloat32(float32(f)), nil
 		}
 		return protoreflect.ValueOfFloat64(f), nil
 	case protoreflect.EnumKind:
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
+		if c == '"' {
+			s, err := d.s.str()
+			if err != nil {
+				return protoreflect.Value{}, err
+			}
 			if ev := fd.Enum().Values().ByName(protoreflect.Name(s)); ev != nil {
 				return protoreflect.ValueOfEnum(ev.Number()), nil
 			}
 		}
-		return protoreflect.Value{}, &Error{Param: path, Msg: "unknown value"}
+		return protoreflect.Value{}, d.fail("unknown value")
+	case protoreflect.MessageKind, protoreflect.GroupKind, protoreflect.BytesKind:
+		return protoreflect.Value{}, d.fail("unsupported field kind " + fd.Kind().String())
 	}
-	return protoreflect.Value{}, &Error{Param: path, Msg: "unsupported field kind " + fd.Kind().String()}
+	if c != '-' && (c < '0' || c > '9') {
+		return protoreflect.Value{}, d.fail("expected an integer")
+	}
+	num, err := d.s.number()
+	if err != nil {
+		return protoreflect.Value{}, err
+	}
+	return d.integer(num, fd)
 }
 
-func integer(raw []byte, fd protoreflect.FieldDescriptor, path string) (protoreflect.Value, error) {
-	bad := &Error{Param: path, Msg: "expected an integer"}
-	if raw[0] == '"' {
-		return protoreflect.Value{}, bad
-	}
-	s := string(raw)
-	n, err := strconv.ParseInt(s, 10, 64)
+func (d *decoder) integer(num []byte, fd protoreflect.FieldDescriptor) (protoreflect.Value, error) {
+	n, err := strconv.ParseInt(string(num), 10, 64)
 	if err != nil {
-		f, ferr := strconv.ParseFloat(s, 64)
+		f, ferr := strconv.ParseFloat(string(num), 64)
 		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-			return protoreflect.Value{}, bad
+			return protoreflect.Value{}, d.fail("expected an integer")
 		}
 		n = int64(f)
 	}
 	switch fd.Kind() {
 	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
 		if n < math.MinInt32 || n > math.MaxInt32 {
-			return protoreflect.Value{}, &Error{Param: path, Msg: "integer out of range"}
+			return protoreflect.Value{}, d.fail("integer out of range")
 		}
 		return protoreflect.ValueOfInt32(int32(n)), nil
 	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
 		if n < 0 || n > math.MaxUint32 {
-			return protoreflect.Value{}, &Error{Param: path, Msg: "integer out of range"}
+			return protoreflect.Value{}, d.fail("integer out of range")
 		}
 		return protoreflect.ValueOfUint32(uint32(n)), nil
 	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
 		if n < 0 {
-			return protoreflect.Value{}, &Error{Param: path, Msg: "integer out of range"}
+			return protoreflect.Value{}, d.fail("integer out of range")
 		}
 		return protoreflect.ValueOfUint64(uint64(n)), nil
 	}

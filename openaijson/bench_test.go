@@ -1,0 +1,90 @@
+package openaijson_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/openaijson"
+)
+
+const benchRequest = `{"model":"openai/gpt-4o","messages":[{"role":"system","content":"You are a helpful assistant."},` +
+	`{"role":"user","content":"Say hello to the world in one short sentence."}],"temperature":0.2,"max_tokens":64,"top_k":40}`
+
+func load(b *testing.B, path string) []byte {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data
+}
+
+func firstChunk(b *testing.B) []byte {
+	text := string(load(b, "../internal/fakeupstream/testdata/chat_completion_stream.txt"))
+	line := strings.SplitN(text, "\n", 2)[0]
+	return []byte(strings.TrimPrefix(line, "data: "))
+}
+
+func BenchmarkDecodeRequest(b *testing.B) {
+	b.ReportAllocs()
+	data := []byte(benchRequest)
+	for b.Loop() {
+		var req pb.ChatCompletionRequest
+		if err := openaijson.Unmarshal(data, &req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEncodeRequest(b *testing.B) {
+	b.ReportAllocs()
+	var req pb.ChatCompletionRequest
+	_ = openaijson.Unmarshal([]byte(benchRequest), &req)
+	buf := make([]byte, 0, 1024)
+	for b.Loop() {
+		buf = openaijson.Append(buf[:0], &req)
+	}
+}
+
+func BenchmarkDecodeResponse(b *testing.B) {
+	b.ReportAllocs()
+	data := load(b, "../internal/fakeupstream/testdata/chat_completion.json")
+	for b.Loop() {
+		var resp pb.ChatCompletion
+		if err := openaijson.Unmarshal(data, &resp); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEncodeResponse(b *testing.B) {
+	b.ReportAllocs()
+	var resp pb.ChatCompletion
+	_ = openaijson.Unmarshal(load(b, "../internal/fakeupstream/testdata/chat_completion.json"), &resp)
+	buf := make([]byte, 0, 1024)
+	for b.Loop() {
+		buf = openaijson.Append(buf[:0], &resp)
+	}
+}
+
+func BenchmarkDecodeChunk(b *testing.B) {
+	b.ReportAllocs()
+	data := firstChunk(b)
+	for b.Loop() {
+		var c pb.ChatCompletionChunk
+		if err := openaijson.Unmarshal(data, &c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEncodeChunk(b *testing.B) {
+	b.ReportAllocs()
+	var c pb.ChatCompletionChunk
+	_ = openaijson.Unmarshal(firstChunk(b), &c)
+	buf := make([]byte, 0, 1024)
+	for b.Loop() {
+		buf = openaijson.Append(buf[:0], &c)
+	}
+}

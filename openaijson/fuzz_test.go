@@ -1,0 +1,44 @@
+package openaijson_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/openaijson"
+)
+
+// FuzzDecode: any input gives an error or a message; a decoded message encodes to
+// valid JSON that decodes to the same message; invalid JSON is never accepted.
+func FuzzDecode(f *testing.F) {
+	for _, seed := range []string{
+		benchRequest, `{}`, `{"choices":[{"index":0,"delta":{"content":"a\u00e9\ud83d\ude00"}}],"x":[1,{"y":null}]}`,
+		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"stop":["a"],"logit_bias":{"1":-5}}`,
+		`{"error":{"message":"x","code":429}}`, `{"a":1e400}`, `{"seed":-9007199254740993}`, `{"n":1.0}`, `[`, `{"a":"\`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, msg := range []proto.Message{&pb.ChatCompletionRequest{}, &pb.ChatCompletion{}, &pb.ChatCompletionChunk{}} {
+			if err := openaijson.Unmarshal(data, msg); err != nil {
+				continue
+			}
+			if !json.Valid(data) {
+				t.Fatalf("accepted invalid JSON %q", data)
+			}
+			out := openaijson.Marshal(msg)
+			if !json.Valid(out) {
+				t.Fatalf("encoded invalid JSON %q from %q", out, data)
+			}
+			again := proto.Clone(msg)
+			if err := openaijson.Unmarshal(out, again); err != nil {
+				t.Fatalf("re-decoding %q: %v", out, err)
+			}
+			if !proto.Equal(msg, again) {
+				t.Fatalf("round trip changed the message:\n%q\n%q", data, out)
+			}
+		}
+	})
+}

@@ -1,0 +1,68 @@
+package openaijson
+
+import (
+	"strconv"
+
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// value reads any JSON value as a google.protobuf.Value.
+func (s *scanner) value() (*structpb.Value, error) {
+	switch s.peek() {
+	case '{':
+		st, err := s.structValue()
+		if err != nil {
+			return nil, err
+		}
+		return &structpb.Value{Kind: &structpb.Value_StructValue{StructValue: st}}, nil
+	case '[':
+		l := &structpb.ListValue{}
+		err := s.array(func(int) error {
+			v, err := s.value()
+			if err != nil {
+				return err
+			}
+			l.Values = append(l.Values, v)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &structpb.Value{Kind: &structpb.Value_ListValue{ListValue: l}}, nil
+	case '"':
+		str, err := s.str()
+		if err != nil {
+			return nil, err
+		}
+		return &structpb.Value{Kind: &structpb.Value_StringValue{StringValue: str}}, nil
+	case 't':
+		return &structpb.Value{Kind: &structpb.Value_BoolValue{BoolValue: true}}, s.lit("true")
+	case 'f':
+		return &structpb.Value{Kind: &structpb.Value_BoolValue{BoolValue: false}}, s.lit("false")
+	case 'n':
+		return &structpb.Value{Kind: &structpb.Value_NullValue{}}, s.lit("null")
+	}
+	num, err := s.number()
+	if err != nil {
+		return nil, err
+	}
+	f, err := strconv.ParseFloat(string(num), 64)
+	if err != nil {
+		return nil, errSyntax
+	}
+	return &structpb.Value{Kind: &structpb.Value_NumberValue{NumberValue: f}}, nil
+}
+
+// structValue reads a JSON object as a google.protobuf.Struct.
+func (s *scanner) structValue() (*structpb.Struct, error) {
+	st := &structpb.Struct{Fields: map[string]*structpb.Value{}}
+	err := s.object(func(key string) error {
+		v, err := s.value()
+		if err != nil {
+			return err
+		}
+		st.Fields[key] = v
+		return nil
+	})
+	return st, err
+}
