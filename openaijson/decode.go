@@ -19,6 +19,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -98,6 +99,30 @@ func (d *decoder) param() string {
 	return b.String()
 }
 
+// fieldIndex is a message's fields by JSON name, without its extra field.
+type fieldIndex struct {
+	byName map[string]protoreflect.FieldDescriptor
+	extra  protoreflect.FieldDescriptor
+}
+
+var indexes sync.Map // protoreflect.FullName → *fieldIndex
+
+// fieldsOf returns md's fields by name (looked up without allocating) and its extra field.
+func fieldsOf(md protoreflect.MessageDescriptor) (map[string]protoreflect.FieldDescriptor, protoreflect.FieldDescriptor) {
+	if v, ok := indexes.Load(md.FullName()); ok {
+		ix := v.(*fieldIndex)
+		return ix.byName, ix.extra
+	}
+	ix := &fieldIndex{byName: map[string]protoreflect.FieldDescriptor{}, extra: extraField(md)}
+	for i := 0; i < md.Fields().Len(); i++ {
+		if fd := md.Fields().Get(i); fd != ix.extra {
+			ix.byName[string(fd.Name())] = fd
+		}
+	}
+	indexes.Store(md.FullName(), ix)
+	return ix.byName, ix.extra
+}
+
 func extraField(md protoreflect.MessageDescriptor) protoreflect.FieldDescriptor {
 	fd := md.Fields().ByName(ExtraField)
 	if fd == nil || fd.Message() == nil || fd.Message().FullName() != "google.protobuf.Struct" {
@@ -140,12 +165,11 @@ func (d *decoder) message(m protoreflect.Message) error {
 	if d.s.peek() != '{' {
 		return d.fail("expected an object")
 	}
-	fields := md.Fields()
-	extraFd := extraField(md)
+	fields, extraFd := fieldsOf(md)
 	var extra *structpb.Struct
-	err := d.s.object(func(key string) error {
-		fd := fields.ByName(protoreflect.Name(key))
-		if fd == nil || fd == extraFd {
+	err := d.s.object(func(key []byte) error {
+		fd := fields[string(key)]
+		if fd == nil {
 			if extraFd == nil {
 				return d.s.skip()
 			}
@@ -156,10 +180,10 @@ func (d *decoder) message(m protoreflect.Message) error {
 			if extra == nil {
 				extra = &structpb.Struct{Fields: make(map[string]*structpb.Value, 4)}
 			}
-			extra.Fields[key] = v
+			extra.Fields[string(key)] = v
 			return nil
 		}
-		d.push(key)
+		d.push(string(fd.Name()))
 		err := d.field(m, fd)
 		if err == nil {
 			d.pop()
@@ -192,14 +216,15 @@ func (d *decoder) field(m protoreflect.Message, fd protoreflect.FieldDescriptor)
 			return d.fail("expected an object")
 		}
 		mp := m.Mutable(fd).Map()
-		return d.s.object(func(key string) error {
-			d.push(key)
+		return d.s.object(func(key []byte) error {
+			k := string(key)
+			d.push(k)
 			val, err := d.scalar(fd.MapValue())
 			if err != nil {
 				return err
 			}
 			d.pop()
-			mp.Set(protoreflect.ValueOfString(key).MapKey(), val)
+			mp.Set(protoreflect.ValueOfString(k).MapKey(), val)
 			return nil
 		})
 	case fd.IsList():

@@ -264,8 +264,28 @@ func (s *scanner) lit(l string) error {
 	return nil
 }
 
-// object calls member for each key of an object (the '{' is next).
-func (s *scanner) object(member func(key string) error) error {
+// key reads an object key without allocating when it has no escapes.
+func (s *scanner) key() ([]byte, error) {
+	if s.peek() != '"' {
+		return nil, errSyntax
+	}
+	start := s.pos + 1
+	for i := start; i < len(s.data); i++ {
+		switch c := s.data[i]; {
+		case c == '"':
+			s.pos = i + 1
+			return s.data[start:i], nil
+		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
+			k, err := s.str()
+			return []byte(k), err
+		}
+	}
+	return nil, errSyntax
+}
+
+// object calls member for each key of an object (the '{' is next). The key slice
+// is only valid during the call.
+func (s *scanner) object(member func(key []byte) error) error {
 	if err := s.expect('{'); err != nil {
 		return err
 	}
@@ -274,7 +294,7 @@ func (s *scanner) object(member func(key string) error) error {
 		return nil
 	}
 	for {
-		key, err := s.str()
+		key, err := s.key()
 		if err != nil {
 			return err
 		}

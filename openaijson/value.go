@@ -56,12 +56,12 @@ func (s *scanner) value() (*structpb.Value, error) {
 // structValue reads a JSON object as a google.protobuf.Struct.
 func (s *scanner) structValue() (*structpb.Struct, error) {
 	st := &structpb.Struct{Fields: map[string]*structpb.Value{}}
-	err := s.object(func(key string) error {
+	err := s.object(func(key []byte) error {
 		v, err := s.value()
 		if err != nil {
 			return err
 		}
-		st.Fields[key] = v
+		st.Fields[string(key)] = v
 		return nil
 	})
 	return st, err

@@ -44,3 +44,9 @@ type Stream interface {
 	// Close releases the upstream connection; safe to call more than once.
 	Close() error
 }
+
+// Pender is implemented by streams that can tell whether their next chunk is
+// already at hand; writers use it to flush once per burst instead of per chunk.
+type Pender interface {
+	Pending() bool
+}

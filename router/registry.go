@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchyard/switchyard/providers"
@@ -73,11 +74,20 @@ func (p *providerModels) models() []string {
 	return out
 }
 
-// registry holds every provider's model list.
+// registry holds every provider's model list. Writers (discovery) hold mu and
+// publish an immutable snapshot; requests read the snapshot without locking.
 type registry struct {
-	mu        sync.RWMutex
+	mu        sync.Mutex
 	order     []string // provider names, sorted: "first provider that lists it"
 	providers map[string]*providerModels
+	snap      atomic.Pointer[snapshot]
+}
+
+// snapshot is what requests read.
+type snapshot struct {
+	bare  map[string]string // model → first provider listing it
+	known map[string]bool   // provider names
+	list  []Model
 }
 
 func newRegistry(targets []Target) *registry {
@@ -88,7 +98,23 @@ func newRegistry(targets []Target) *registry {
 		r.providers[name] = &providerModels{target: t}
 	}
 	slices.Sort(r.order)
+	r.publish()
 	return r
+}
+
+// publish rebuilds the snapshot; callers hold mu (or are the constructor).
+func (r *registry) publish() {
+	s := &snapshot{bare: map[string]string{}, known: map[string]bool{}}
+	for _, name := range r.order {
+		s.known[name] = true
+		for _, m := range r.providers[name].models() {
+			if _, taken := s.bare[m]; !taken {
+				s.bare[m] = name
+			}
+			s.list = append(s.list, Model{ID: name + "/" + m, OwnedBy: name})
+		}
+	}
+	r.snap.Store(s)
 }
 
 // discover asks every provider for its models, concurrently. A failed provider
@@ -116,35 +142,24 @@ func (r *registry) discover(ctx context.Context, log *slog.Logger, timeout time.
 		}(r.providers[name])
 	}
 	wg.Wait()
+	r.mu.Lock()
+	r.publish()
+	r.mu.Unlock()
 }
 
 // resolve maps a requested model name to a route.
 func (r *registry) resolve(model string) (Route, error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if prov, local, ok := strings.Cut(model, "/"); ok {
-		if _, known := r.providers[prov]; known && local != "" {
-			return Route{Provider: prov, Model: local}, nil
-		}
+	s := r.snap.Load()
+	if prov, local, ok := strings.Cut(model, "/"); ok && local != "" && s.known[prov] {
+		return Route{Provider: prov, Model: local}, nil
 	}
-	for _, name := range r.order {
-		if slices.Contains(r.providers[name].models(), model) {
-			return Route{Provider: name, Model: model}, nil
-		}
+	if prov, ok := s.bare[model]; ok {
+		return Route{Provider: prov, Model: model}, nil
 	}
-	if r.empty() {
+	if len(s.list) == 0 {
 		return Route{}, ErrNoModels
 	}
 	return Route{}, &NotFoundError{Model: model}
-}
-
-func (r *registry) empty() bool {
-	for _, pm := range r.providers {
-		if len(pm.discovered) > 0 || len(pm.target.Configured) > 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // Model is one listed model.
@@ -155,14 +170,4 @@ type Model struct {
 	OwnedBy string
 }
 
-func (r *registry) list() []Model {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	var out []Model
-	for _, name := range r.order {
-		for _, m := range r.providers[name].models() {
-			out = append(out, Model{ID: name + "/" + m, OwnedBy: name})
-		}
-	}
-	return out
-}
+func (r *registry) list() []Model { return slices.Clone(r.snap.Load().list) }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/providers"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -84,6 +85,8 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 	}
 	defer st.Close()
 	_ = out.SetHeader(metadata.Pairs(mdTarget, route.String()))
+	hint := burstHintFrom(ctx)
+	pender, _ := st.(providers.Pender)
 	for {
 		chunk, err := st.Recv()
 		if errors.Is(err, io.EOF) {
@@ -92,6 +95,9 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 		if err != nil {
 			s.log.Warn("stream ended early", "target", route.String(), "error", err.Error(), "request_id", requestID(ctx))
 			return toStatus(s.log, err)
+		}
+		if hint != nil && pender != nil {
+			hint.more = pender.Pending()
 		}
 		if err := out.Send(chunk); err != nil {
 			return err

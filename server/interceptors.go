@@ -25,31 +25,30 @@ const (
 )
 
 // interceptors builds the chain every call passes, gRPC and REST alike, in a fixed
-// order: recovery → request id → logging → auth → handler.
-func interceptors(log *slog.Logger, keys Keys) (grpc.ServerOption, grpc.ServerOption) {
+// order: recovery → request id → logging → auth → handler. The gRPC server installs
+// it, and the REST surface runs the very same functions for its in-process calls.
+func interceptors(log *slog.Logger, keys Keys) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
 	auth := authorizer{keys: keys}
-	unary := grpc.ChainUnaryInterceptor(
-		func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
-			defer recoverInto(log, info.FullMethod, &err)
-			ctx = withRequestID(ctx)
-			start := time.Now()
-			if err = auth.check(ctx, info.FullMethod); err == nil {
-				resp, err = h(ctx, req)
-			}
-			logCall(ctx, log, info.FullMethod, start, err)
-			return resp, err
-		})
-	stream := grpc.ChainStreamInterceptor(
-		func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
-			defer recoverInto(log, info.FullMethod, &err)
-			ctx := withRequestID(ss.Context())
-			start := time.Now()
-			if err = auth.check(ctx, info.FullMethod); err == nil {
-				err = h(srv, &ctxStream{ServerStream: ss, ctx: ctx})
-			}
-			logCall(ctx, log, info.FullMethod, start, err)
-			return err
-		})
+	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+		defer recoverInto(log, info.FullMethod, &err)
+		ctx = withRequestID(ctx)
+		start := time.Now()
+		if err = auth.check(ctx, info.FullMethod); err == nil {
+			resp, err = h(ctx, req)
+		}
+		logCall(ctx, log, info.FullMethod, start, err)
+		return resp, err
+	}
+	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
+		defer recoverInto(log, info.FullMethod, &err)
+		ctx := withRequestID(ss.Context())
+		start := time.Now()
+		if err = auth.check(ctx, info.FullMethod); err == nil {
+			err = h(srv, &ctxStream{ServerStream: ss, ctx: ctx})
+		}
+		logCall(ctx, log, info.FullMethod, start, err)
+		return err
+	}
 	return unary, stream
 }
 

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -21,14 +20,16 @@ import (
 
 // restOptions configure the REST surface.
 type restOptions struct {
+	in           inProcess
 	log          *slog.Logger
 	maxBodyBytes int64
 	ready        func() (bool, string)
 }
 
-// newREST returns the REST surface: grpc-gateway for the OpenAI routes, reached
-// through conn so that REST calls pass the same interceptors as gRPC calls, and a
-// front handler for health, body limits and streaming.
+// newREST returns the REST surface: a front handler for health, body limits and the
+// chat completions route (in process, through the gRPC interceptor chain), and
+// grpc-gateway for the other routes, reached through conn so that they pass the
+// same interceptors as gRPC calls.
 func newREST(ctx context.Context, conn *grpc.ClientConn, opt restOptions) (http.Handler, error) {
 	mux := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, jsonMarshaler{}),
@@ -37,13 +38,10 @@ func newREST(ctx context.Context, conn *grpc.ClientConn, opt restOptions) (http.
 		runtime.WithOutgoingHeaderMatcher(outgoingHeader),
 		runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
 	)
-	if err := pb.RegisterChatServiceHandler(ctx, mux, conn); err != nil {
-		return nil, err
-	}
 	if err := pb.RegisterModelServiceHandler(ctx, mux, conn); err != nil {
 		return nil, err
 	}
-	f := &front{log: opt.log, mux: mux, chat: pb.NewChatServiceClient(conn), opt: opt}
+	f := &front{log: opt.log, mux: mux, in: opt.in, opt: opt}
 	return f, nil
 }
 
@@ -72,10 +70,10 @@ func outgoingHeader(key string) (string, bool) {
 }
 
 type front struct {
-	log  *slog.Logger
-	mux  *runtime.ServeMux
-	chat pb.ChatServiceClient
-	opt  restOptions
+	log *slog.Logger
+	mux *runtime.ServeMux
+	in  inProcess
+	opt restOptions
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -130,9 +128,7 @@ func (f *front) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		f.stream(w, r, req)
 		return
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
-	f.mux.ServeHTTP(w, r)
+	f.unaryChat(w, r, req)
 }
 
 func humanBytes(n int64) string { return strconv.FormatInt(n, 10) + " bytes" }

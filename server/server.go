@@ -54,8 +54,9 @@ type Server struct {
 // New builds the gRPC server, the in-memory REST→gRPC connection and the REST handler.
 func New(cfg Config) (*Server, error) {
 	unary, stream := interceptors(cfg.Log, cfg.Keys)
-	gs := grpc.NewServer(unary, stream)
-	pb.RegisterChatServiceServer(gs, &chatService{log: cfg.Log, router: cfg.Router})
+	gs := grpc.NewServer(grpc.UnaryInterceptor(unary), grpc.StreamInterceptor(stream))
+	chat := &chatService{log: cfg.Log, router: cfg.Router}
+	pb.RegisterChatServiceServer(gs, chat)
 	pb.RegisterModelServiceServer(gs, &modelService{router: cfg.Router})
 	adminpb.RegisterAdminServiceServer(gs, adminpb.UnimplementedAdminServiceServer{})
 	hs := health.NewServer()
@@ -71,7 +72,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.conn = conn
-	handler, err := newREST(context.Background(), conn, restOptions{log: cfg.Log, maxBodyBytes: cfg.MaxBodyBytes, ready: s.readiness})
+	handler, err := newREST(context.Background(), conn, restOptions{in: inProcess{unary: unary, stream: stream, chat: chat}, log: cfg.Log, maxBodyBytes: cfg.MaxBodyBytes, ready: s.readiness})
 	if err != nil {
 		return nil, err
 	}

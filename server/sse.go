@@ -1,11 +1,11 @@
 package server
 
 import (
-	"errors"
+	"context"
 	"io"
 	"net/http"
 
-	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -13,72 +13,99 @@ import (
 	"github.com/switchyard/switchyard/openaijson"
 )
 
-// stream serves a streaming chat completion as Server-Sent Events, exactly as
-// OpenAI frames it: "data: {chunk}\n\n" per event, flushed, and "data: [DONE]\n\n"
-// after a complete stream. Headers wait for the first chunk, so a failure before it
-// is a plain JSON error with its status; a failure after it is one in-band
-// "data: {"error":…}" event and no [DONE].
+// sseStream is the grpc.ServerStream of an in-process streaming call: each message
+// the handler sends is written as one Server-Sent Event, exactly as OpenAI frames
+// it ("data: {chunk}\n\n"), and flushed. Headers wait for the first chunk.
+type sseStream struct {
+	ctx     context.Context
+	hint    *burstHint
+	sink    *headerSink
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	started bool
+	buf     []byte
+}
+
+func (s *sseStream) Context() context.Context        { return s.ctx }
+func (s *sseStream) SetHeader(md metadata.MD) error  { return s.sink.SetHeader(md) }
+func (s *sseStream) SendHeader(md metadata.MD) error { return s.sink.SetHeader(md) }
+func (s *sseStream) SetTrailer(metadata.MD)          {}
+func (s *sseStream) RecvMsg(any) error               { return io.EOF }
+
+// SendMsg writes one chunk as an event.
+func (s *sseStream) SendMsg(m any) error {
+	if !s.started {
+		s.started = true
+		copyHeaders(s.w, s.sink.header)
+		h := s.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		s.w.WriteHeader(http.StatusOK)
+	}
+	s.buf = append(s.buf[:0], "data: "...)
+	s.buf = openaijson.Append(s.buf, m.(*pb.ChatCompletionChunk))
+	s.buf = append(s.buf, "\n\n"...)
+	if _, err := s.w.Write(s.buf); err != nil {
+		return err
+	}
+	if s.hint.more {
+		return nil // the next chunk is already at hand: flush once for the burst
+	}
+	return s.rc.Flush()
+}
+
+// burstHint lets the handler tell the SSE writer that another chunk is already
+// buffered upstream, so that a burst of chunks is flushed once while a chunk that
+// arrives alone is flushed at once.
+type burstHint struct{ more bool }
+
+type burstHintKey struct{}
+
+func burstHintFrom(ctx context.Context) *burstHint {
+	h, _ := ctx.Value(burstHintKey{}).(*burstHint)
+	return h
+}
+
+// stream serves a streaming chat completion as Server-Sent Events. A failure before
+// the first chunk is a plain JSON error with its status; a failure after it is one
+// in-band "data: {"error":…}" event and no [DONE]; a complete stream ends with
+// "data: [DONE]".
 func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompletionRequest) {
-	ctx, err := runtime.AnnotateContext(r.Context(), f.mux, r, pb.ChatService_StreamChatCompletion_FullMethodName,
-		runtime.WithHTTPPathPattern("/v1/chat/completions"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	st, err := f.chat.StreamChatCompletion(ctx, req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	chunk, err := st.Recv()
-	header, _ := st.Header()
-	if err != nil {
-		if errors.Is(err, io.EOF) {
+	sink := &headerSink{method: pb.ChatService_StreamChatCompletion_FullMethodName}
+	ss := &sseStream{sink: sink, w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 1024), hint: &burstHint{}}
+	ss.ctx = context.WithValue(grpc.NewContextWithServerTransportStream(incomingContext(r), sink), burstHintKey{}, ss.hint)
+	info := &grpc.StreamServerInfo{FullMethod: sink.method, IsServerStream: true}
+	err := f.in.stream(f.in.chat, ss, info, func(_ any, stream grpc.ServerStream) error {
+		return f.in.chat.StreamChatCompletion(req,
+			&grpc.GenericServerStream[pb.ChatCompletionRequest, pb.ChatCompletionChunk]{ServerStream: stream})
+	})
+	if !ss.started {
+		copyHeaders(w, sink.header)
+		if err == nil {
 			err = statusOf(apiError{httpStatus: http.StatusBadGateway, errType: "server_error", code: "empty_response",
 				message: "provider returned an empty stream"})
 		}
-		copyHeaders(w, header)
 		writeError(w, err)
 		return
 	}
-	copyHeaders(w, header)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	buf := make([]byte, 0, 1024)
-	for {
-		buf = append(buf[:0], "data: "...)
-		buf = openaijson.Append(buf, chunk)
-		buf = append(buf, "\n\n"...)
-		if _, err := w.Write(buf); err != nil {
-			return // the client went away; its context cancels the upstream
-		}
-		_ = rc.Flush()
-		chunk, err = st.Recv()
-		if errors.Is(err, io.EOF) {
-			_, _ = io.WriteString(w, "data: [DONE]\n\n")
-			_ = rc.Flush()
-			return
-		}
-		if err != nil {
-			if r.Context().Err() != nil {
-				return
-			}
-			e := fromStatus(status.Convert(err))
-			if e.Code == "" {
-				e.Code = "stream_incomplete"
-			}
-			buf = append(buf[:0], "data: "...)
-			buf = appendErrorJSON(buf, e)
-			buf = append(buf, "\n\n"...)
-			_, _ = w.Write(buf)
-			_ = rc.Flush()
-			return
-		}
+	if err == nil {
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+		_ = ss.rc.Flush()
+		return
 	}
+	if r.Context().Err() != nil {
+		return // the client went away
+	}
+	e := fromStatus(status.Convert(err))
+	if e.Code == "" {
+		e.Code = "stream_incomplete"
+	}
+	buf := append(ss.buf[:0], "data: "...)
+	buf = appendErrorJSON(buf, e)
+	buf = append(buf, "\n\n"...)
+	_, _ = w.Write(buf)
+	_ = ss.rc.Flush()
 }
 
 // copyHeaders sets the response headers Switchyard owns from gRPC header metadata.

@@ -216,6 +216,8 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 	conc := fs.Int("c", 32, "concurrent clients")
 	dur := fs.Duration("d", 10*time.Second, "duration of each measured run")
 	warm := fs.Duration("warmup", time.Second, "warm-up before each run")
+	profile := fs.String("cpuprofile", "", "write Switchyard's CPU profile to this file")
+	only := fs.String("only", "", "run only the modes containing this text (e.g. stream)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -230,7 +232,7 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	defer floor.stop()
-	sy, err := startProc(ctx, "switchyard", "--upstream", upURL)
+	sy, err := startProc(ctx, "switchyard", "--upstream", upURL, "--cpuprofile", *profile)
 	if err != nil {
 		return err
 	}
@@ -259,6 +261,10 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 	}
 	var results []result
 	for _, r := range runs {
+		if *only != "" && !strings.Contains(r.mode, *only) {
+			results = append(results, result{name: r.name, mode: r.mode})
+			continue
+		}
 		if err := r.do(); err != nil {
 			return fmt.Errorf("%s %s: %w", r.name, r.mode, err)
 		}

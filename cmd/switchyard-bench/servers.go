@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -87,8 +89,19 @@ func serveSwitchyard(ctx context.Context, args []string) error {
 	httpAddr := fs.String("http-addr", "127.0.0.1:0", "REST listen address")
 	grpcAddr := fs.String("grpc-addr", "127.0.0.1:0", "gRPC listen address")
 	upstream := fs.String("upstream", "", "upstream base, e.g. http://127.0.0.1:1234")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 	cfg, err := config.Load("", func(k string) (string, bool) {
 		if k == "OPENAI_API_KEY" {

@@ -211,3 +211,22 @@ func TestRetryAfterParsing(t *testing.T) {
 	require.Zero(t, providers.RetryAfter(h("Retry-After", "soon"), now))
 	require.Zero(t, providers.RetryAfter(h(), now))
 }
+
+func TestPendingSeesOnlyWholeBufferedEvents(t *testing.T) {
+	t.Parallel()
+	up := fakeupstream.New()
+	defer up.Close()
+	c := newClient(t, up, 0)
+	head := `{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"a"}`
+	up.Script(fakeupstream.Reply{Events: []string{head + `}]}`, head + `,"finish_reason":"stop"}]}`, "[DONE]"}})
+	s, err := c.Stream(context.Background(), request())
+	require.NoError(t, err)
+	p := s.(providers.Pender)
+	require.True(t, p.Pending(), "the first event is held")
+	_, err = s.Recv()
+	require.NoError(t, err)
+	require.Eventually(t, p.Pending, time.Second, time.Millisecond, "the rest of the burst is buffered")
+	_, err = collect(t, s)
+	require.NoError(t, err)
+	require.False(t, p.Pending())
+}

@@ -64,6 +64,18 @@ func (r *eventReader) next() ([]byte, error) {
 
 var doneMarker = []byte("[DONE]")
 
+// pending reports whether a whole further event is already buffered, so that the
+// next read will not wait for the upstream.
+func (r *eventReader) pending() bool {
+	n := r.rd.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := r.rd.Peek(n)
+	i := bytes.Index(b, []byte("data:"))
+	return i >= 0 && (bytes.Contains(b[i:], []byte("\n\n")) || bytes.Contains(b[i:], []byte("\r\n\r\n")))
+}
+
 // Stream sends a streaming chat completion and waits for its first event.
 func (c *Client) Stream(ctx context.Context, req *providers.Request) (providers.Stream, error) {
 	sctx, cancel := context.WithCancelCause(ctx)
@@ -220,6 +232,9 @@ func (s *stream) Recv() (*pb.ChatCompletionChunk, error) {
 	}
 	return chunk, nil
 }
+
+// Pending reports whether the next Recv can return without waiting for the upstream.
+func (s *stream) Pending() bool { return s.first != nil || (!s.done && s.events.pending()) }
 
 // Close releases the upstream connection.
 func (s *stream) Close() error {

@@ -1,0 +1,41 @@
+package openaijson_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/openaijson"
+)
+
+// TestAllocationCeilings fails when a hot path allocates more than it did when the
+// ceiling was set (measured, plus a little slack), without timing anything.
+func TestAllocationCeilings(t *testing.T) {
+	resp, _ := os.ReadFile("../internal/fakeupstream/testdata/chat_completion.json")
+	stream, _ := os.ReadFile("../internal/fakeupstream/testdata/chat_completion_stream.txt")
+	chunk := []byte(strings.TrimPrefix(strings.SplitN(string(stream), "\n", 2)[0], "data: "))
+	var req pb.ChatCompletionRequest
+	var c pb.ChatCompletionChunk
+	var r pb.ChatCompletion
+	buf := make([]byte, 0, 4096)
+	cases := []struct {
+		name    string
+		ceiling float64
+		run     func()
+	}{
+		{"decode request", 45, func() { _ = openaijson.Unmarshal([]byte(benchRequest), &req) }},
+		{"decode response", 105, func() { _ = openaijson.Unmarshal(resp, &r) }},
+		{"decode chunk", 45, func() { _ = openaijson.Unmarshal(chunk, &c) }},
+		{"encode request", 8, func() { buf = openaijson.Append(buf[:0], &req) }},
+		{"encode response", 5, func() { buf = openaijson.Append(buf[:0], &r) }},
+		{"encode chunk", 4, func() { buf = openaijson.Append(buf[:0], &c) }},
+	}
+	for _, tc := range cases {
+		tc.run()
+		got := testing.AllocsPerRun(200, tc.run)
+		if got > tc.ceiling {
+			t.Errorf("%s: %.0f allocations, ceiling %.0f", tc.name, got, tc.ceiling)
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/openaijson"
+)
+
+// inProcess runs REST chat calls through the same interceptor chain and handlers as
+// gRPC calls, in process: no serialisation, no transport. The load harness measured
+// it against the in-memory gRPC connection (see README, Performance).
+type inProcess struct {
+	unary  grpc.UnaryServerInterceptor
+	stream grpc.StreamServerInterceptor
+	chat   *chatService
+}
+
+// incomingContext carries the REST headers handlers read as incoming gRPC metadata,
+// exactly as grpc-gateway forwards them.
+func incomingContext(r *http.Request) context.Context {
+	md := metadata.MD{}
+	for k, v := range r.Header {
+		if key, ok := incomingHeader(k); ok {
+			md[key] = v
+		}
+	}
+	return metadata.NewIncomingContext(r.Context(), md)
+}
+
+// headerSink is the grpc.ServerTransportStream of an in-process call: it collects the
+// response metadata handlers set, which become response headers.
+type headerSink struct {
+	method string
+	header metadata.MD
+}
+
+func (h *headerSink) Method() string { return h.method }
+
+func (h *headerSink) SetHeader(md metadata.MD) error {
+	h.header = metadata.Join(h.header, md)
+	return nil
+}
+
+func (h *headerSink) SendHeader(md metadata.MD) error { return h.SetHeader(md) }
+
+func (h *headerSink) SetTrailer(metadata.MD) error { return nil }
+
+// unaryChat serves a non-stream chat completion.
+func (f *front) unaryChat(w http.ResponseWriter, r *http.Request, req *pb.ChatCompletionRequest) {
+	sink := &headerSink{method: pb.ChatService_CreateChatCompletion_FullMethodName}
+	ctx := grpc.NewContextWithServerTransportStream(incomingContext(r), sink)
+	info := &grpc.UnaryServerInfo{Server: f.in.chat, FullMethod: sink.method}
+	resp, err := f.in.unary(ctx, req, info, func(ctx context.Context, req any) (any, error) {
+		return f.in.chat.CreateChatCompletion(ctx, req.(*pb.ChatCompletionRequest))
+	})
+	copyHeaders(w, sink.header)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	body := openaijson.Append(make([]byte, 0, 2048), resp.(*pb.ChatCompletion))
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
+}
