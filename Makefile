@@ -1,5 +1,5 @@
 # Switchyard developer commands. `make run` serves, `make test` runs everything.
-.PHONY: run test generate lint
+.PHONY: run test generate lint bench
 
 run:
 	go run ./cmd/switchyard
@@ -12,3 +12,6 @@ generate:
 
 lint:
 	eval "$$(scripts/tools.sh)" && buf lint && go vet ./...
+
+bench:
+	go run ./cmd/switchyard-bench -c 32 -d 10s
