@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/switchyard/switchyard/config"
@@ -25,12 +26,15 @@ const discoveryTimeout = 5 * time.Second
 
 // App is a started Switchyard.
 type App struct {
-	log      *slog.Logger
-	server   *server.Server
-	grpcLis  net.Listener
-	httpLis  net.Listener
-	done     chan error
-	stopOnce chan struct{}
+	log     *slog.Logger
+	server  *server.Server
+	grpcLis net.Listener
+	httpLis net.Listener
+	done    chan error
+	stopBG  context.CancelFunc
+
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // Start builds everything from cfg, binds the listeners and starts serving.
@@ -52,7 +56,8 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 	}
 	srv, err := server.New(server.Config{
 		Log: log, Router: rt, MaxBodyBytes: cfg.Server.MaxBodyBytes, DrainTimeout: cfg.Server.DrainTimeout,
-		Keys: server.Keys{Master: string(cfg.Server.MasterKey), Admin: string(cfg.Server.AdminKey)},
+		WriteTimeout: cfg.Server.StreamIdleTimeout,
+		Keys:         server.Keys{Master: string(cfg.Server.MasterKey), Admin: string(cfg.Server.AdminKey)},
 	})
 	if err != nil {
 		return nil, err
@@ -67,7 +72,9 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		grpcLis.Close()
 		return nil, fmt.Errorf("listen HTTP on %s: %w", cfg.Server.HTTPAddr, err)
 	}
-	a := &App{log: log, server: srv, grpcLis: grpcLis, httpLis: httpLis, done: make(chan error, 1)}
+	bg, stopBG := context.WithCancel(context.Background())
+	go rt.Recheck(bg, cfg.Server.RecheckInterval, discoveryTimeout)
+	a := &App{log: log, server: srv, grpcLis: grpcLis, httpLis: httpLis, done: make(chan error, 1), stopBG: stopBG}
 	go func() { a.done <- srv.Serve(grpcLis, httpLis) }()
 	models := rt.Models()
 	ids := make([]string, 0, len(models))
@@ -88,10 +95,14 @@ func (a *App) GRPCAddr() string { return a.grpcLis.Addr().String() }
 // Done yields the serving error (nil after a clean shutdown).
 func (a *App) Done() <-chan error { return a.done }
 
-// Shutdown drains and stops the server.
+// Shutdown drains and stops the server; later calls return the first result.
 func (a *App) Shutdown(ctx context.Context) error {
-	a.server.Shutdown(ctx)
-	return <-a.done
+	a.stopOnce.Do(func() {
+		a.stopBG()
+		a.server.Shutdown(ctx)
+		a.stopErr = <-a.done
+	})
+	return a.stopErr
 }
 
 func buildTargets(cfg *config.Config, log *slog.Logger) ([]router.Target, error) {

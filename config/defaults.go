@@ -10,6 +10,7 @@ const (
 	DefaultStreamIdleTimeout = 60 * time.Second
 	DefaultDrainTimeout      = 10 * time.Second
 	DefaultDataDir           = "./data"
+	DefaultRecheckInterval   = 60 * time.Second
 
 	DefaultConnectTimeout        = 10 * time.Second
 	DefaultResponseHeaderTimeout = 10 * time.Minute
@@ -36,6 +37,9 @@ func applyDefaults(cfg *Config) {
 	}
 	if s.DrainTimeout == 0 {
 		s.DrainTimeout = DefaultDrainTimeout
+	}
+	if s.RecheckInterval == 0 {
+		s.RecheckInterval = DefaultRecheckInterval
 	}
 	if s.DataDir == "" {
 		s.DataDir = DefaultDataDir

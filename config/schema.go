@@ -37,6 +37,8 @@ type Server struct {
 	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
 	// DrainTimeout is the drain deadline for in-flight calls on SIGTERM.
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
+	// RecheckInterval is how often providers whose model discovery failed are asked again.
+	RecheckInterval time.Duration `yaml:"recheck_interval"`
 	// DataDir holds runtime state (e.g. virtual models created through the admin API).
 	DataDir string `yaml:"data_dir"`
 }

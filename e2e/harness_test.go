@@ -33,10 +33,12 @@ type gateway struct {
 	logs *logBuffer
 }
 
-type yamlOption func(*strings.Builder)
+// yamlOption adds YAML to the generated config: provider lines go into provider
+// "up"'s block, the rest after the providers.
+type yamlOption struct{ provider, yaml string }
 
-// withYAML appends YAML to the generated config.
-func withYAML(text string) yamlOption { return func(b *strings.Builder) { b.WriteString(text) } }
+// withYAML appends YAML to the generated config (more providers, top-level blocks).
+func withYAML(text string) yamlOption { return yamlOption{yaml: text} }
 
 // start runs Switchyard on 127.0.0.1:0 with provider "up" pointing at a fresh fake
 // upstream; extra YAML may add server settings or providers.
@@ -44,11 +46,23 @@ func start(t *testing.T, serverYAML string, opts ...yamlOption) *gateway {
 	t.Helper()
 	up := fakeupstream.New()
 	t.Cleanup(up.Close)
+	return startWith(t, up, serverYAML, opts...)
+}
+
+// withProviderYAML adds lines to provider "up"'s block.
+func withProviderYAML(text string) yamlOption { return yamlOption{provider: text} }
+
+// startWith is start with a given fake upstream as provider "up".
+func startWith(t *testing.T, up *fakeupstream.Server, serverYAML string, opts ...yamlOption) *gateway {
+	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n%s", serverYAML)
 	fmt.Fprintf(&b, "providers:\n  up:\n    type: openai\n    base_url: %s\n    api_key: sk-upstream\n", up.URL)
 	for _, o := range opts {
-		o(&b)
+		b.WriteString(o.provider)
+	}
+	for _, o := range opts {
+		b.WriteString(o.yaml)
 	}
 	path := filepath.Join(t.TempDir(), "switchyard.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))

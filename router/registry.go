@@ -117,11 +117,19 @@ func (r *registry) publish() {
 	r.snap.Store(s)
 }
 
-// discover asks every provider for its models, concurrently. A failed provider
-// keeps its previous list.
-func (r *registry) discover(ctx context.Context, log *slog.Logger, timeout time.Duration) {
+// discover asks every provider (or, with onlyFailed, those whose last discovery
+// failed) for its models, concurrently. A failed provider keeps its previous list.
+func (r *registry) discover(ctx context.Context, log *slog.Logger, timeout time.Duration, onlyFailed bool) {
 	var wg sync.WaitGroup
 	for _, name := range r.order {
+		if onlyFailed {
+			r.mu.Lock()
+			failed := r.providers[name].lastErr != nil
+			r.mu.Unlock()
+			if !failed {
+				continue
+			}
+		}
 		wg.Add(1)
 		go func(pm *providerModels) {
 			defer wg.Done()
@@ -131,14 +139,19 @@ func (r *registry) discover(ctx context.Context, log *slog.Logger, timeout time.
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			pm.lastCheck = time.Now()
-			pm.lastErr = err
 			if err != nil {
+				pm.lastErr = err
 				log.Warn("model discovery failed; using the last good list and configured models",
 					"provider", name, "error", err.Error(), "configured", len(pm.target.Configured))
 				return
 			}
+			pm.lastErr = nil
+			if onlyFailed {
+				log.Info("model discovery recovered", "provider", name, "count", len(models))
+			} else {
+				log.Info("models discovered", "provider", name, "count", len(models))
+			}
 			pm.discovered = models
-			log.Info("models discovered", "provider", name, "count", len(models))
 		}(r.providers[name])
 	}
 	wg.Wait()
@@ -171,3 +184,29 @@ type Model struct {
 }
 
 func (r *registry) list() []Model { return slices.Clone(r.snap.Load().list) }
+
+// ProviderStatus is a provider's discovery state.
+type ProviderStatus struct {
+	// Name is the configured provider name.
+	Name string
+	// Discovered and Configured count its models.
+	Discovered, Configured int
+	// LastCheck is the last discovery attempt; LastError its error, if it failed.
+	LastCheck time.Time
+	LastError string
+}
+
+func (r *registry) status() []ProviderStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]ProviderStatus, 0, len(r.order))
+	for _, name := range r.order {
+		pm := r.providers[name]
+		st := ProviderStatus{Name: name, Discovered: len(pm.discovered), Configured: len(pm.target.Configured), LastCheck: pm.lastCheck}
+		if pm.lastErr != nil {
+			st.LastError = pm.lastErr.Error()
+		}
+		out = append(out, st)
+	}
+	return out
+}

@@ -65,8 +65,29 @@ func (r *Router) VirtualModels() []VirtualModel { return slices.Clone(r.virtual.
 
 // Discover refreshes every provider's model list.
 func (r *Router) Discover(ctx context.Context, timeout time.Duration) {
-	r.reg.discover(ctx, r.log, timeout)
+	r.reg.discover(ctx, r.log, timeout, false)
 }
+
+// Recheck re-runs discovery every interval for the providers whose last discovery
+// failed, until ctx ends.
+func (r *Router) Recheck(ctx context.Context, interval, timeout time.Duration) {
+	if interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.reg.discover(ctx, r.log, timeout, true)
+		}
+	}
+}
+
+// Providers reports each provider's discovery state.
+func (r *Router) Providers() []ProviderStatus { return r.reg.status() }
 
 // Resolve maps a provider model name to its route (virtual models aside).
 func (r *Router) Resolve(model string) (Route, error) { return r.reg.resolve(model) }

@@ -100,8 +100,12 @@ func logCall(ctx context.Context, log *slog.Logger, method string, start time.Ti
 	if code != codes.OK && code != codes.Canceled {
 		level = slog.LevelWarn
 	}
-	log.LogAttrs(ctx, level, "call", slog.String("method", method), slog.String("code", code.String()),
-		slog.Duration("latency", time.Since(start)), slog.String("request_id", requestID(ctx)))
+	attrs := []slog.Attr{slog.String("method", method), slog.String("code", code.String()),
+		slog.Duration("latency", time.Since(start)), slog.String("request_id", requestID(ctx))}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", status.Convert(err).Message()))
+	}
+	log.LogAttrs(ctx, level, "call", attrs...)
 }
 
 // Keys are the bearer tokens calls must carry. An empty key means no check.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
@@ -21,6 +22,8 @@ import (
 // restOptions configure the REST surface.
 type restOptions struct {
 	in           inProcess
+	drain        *drainer
+	writeTimeout time.Duration
 	log          *slog.Logger
 	maxBodyBytes int64
 	ready        func() (bool, string)

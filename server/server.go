@@ -38,6 +38,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// DrainTimeout is the drain deadline for in-flight calls.
 	DrainTimeout time.Duration
+	// WriteTimeout bounds each write to a streaming client: a client that stops
+	// reading is dropped instead of pinning an upstream connection.
+	WriteTimeout time.Duration
 }
 
 // Server is a running (or ready to run) Switchyard.
@@ -49,6 +52,7 @@ type Server struct {
 	internal *bufconn.Listener
 	conn     *grpc.ClientConn
 	ready    atomic.Bool
+	drain    *drainer
 }
 
 // New builds the gRPC server, the in-memory REST→gRPC connection and the REST handler.
@@ -63,7 +67,7 @@ func New(cfg Config) (*Server, error) {
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
 
-	s := &Server{cfg: cfg, grpc: gs, health: hs, internal: bufconn.Listen(1 << 20)}
+	s := &Server{cfg: cfg, grpc: gs, health: hs, internal: bufconn.Listen(1 << 20), drain: newDrainer()}
 	conn, err := grpc.NewClient("passthrough:///switchyard-internal",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return s.internal.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -72,7 +76,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.conn = conn
-	handler, err := newREST(context.Background(), conn, restOptions{in: inProcess{unary: unary, stream: stream, chat: chat}, log: cfg.Log, maxBodyBytes: cfg.MaxBodyBytes, ready: s.readiness})
+	handler, err := newREST(context.Background(), conn, restOptions{in: inProcess{unary: unary, stream: stream, chat: chat}, drain: s.drain, writeTimeout: cfg.WriteTimeout, log: cfg.Log, maxBodyBytes: cfg.MaxBodyBytes, ready: s.readiness})
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +89,13 @@ func (s *Server) readiness() (bool, string) {
 		return false, "shutting down or not started"
 	}
 	if len(s.cfg.Router.Models()) == 0 {
-		return false, "degraded: no models available"
+		reason := "degraded: no models available"
+		for _, p := range s.cfg.Router.Providers() {
+			if p.LastError != "" {
+				reason += "; " + p.Name + ": " + p.LastError
+			}
+		}
+		return false, reason
 	}
 	return true, fmt.Sprintf("%d models", len(s.cfg.Router.Models()))
 }
@@ -127,7 +137,12 @@ func (s *Server) Shutdown(ctx context.Context) {
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.DrainTimeout)
 		defer cancel()
 	}
-	_ = s.http.Shutdown(ctx)
+	// Streams still open at the deadline end with the in-band error, not a cut.
+	stop := context.AfterFunc(ctx, s.drain.cancelAll)
+	defer stop()
+	if err := s.http.Shutdown(ctx); err != nil {
+		s.drain.wait(time.Second) // let cancelled streams write their final event
+	}
 	done := make(chan struct{})
 	go func() { s.grpc.GracefulStop(); close(done) }()
 	select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -19,6 +20,7 @@ import (
 type sseStream struct {
 	ctx     context.Context
 	hint    *burstHint
+	timeout time.Duration
 	sink    *headerSink
 	w       http.ResponseWriter
 	rc      *http.ResponseController
@@ -46,6 +48,9 @@ func (s *sseStream) SendMsg(m any) error {
 	s.buf = append(s.buf[:0], "data: "...)
 	s.buf = openaijson.Append(s.buf, m.(*pb.ChatCompletionChunk))
 	s.buf = append(s.buf, "\n\n"...)
+	if s.timeout > 0 {
+		_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	}
 	if _, err := s.w.Write(s.buf); err != nil {
 		return err
 	}
@@ -73,8 +78,11 @@ func burstHintFrom(ctx context.Context) *burstHint {
 // "data: [DONE]".
 func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompletionRequest) {
 	sink := &headerSink{method: pb.ChatService_StreamChatCompletion_FullMethodName}
-	ss := &sseStream{sink: sink, w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 1024), hint: &burstHint{}}
-	ss.ctx = context.WithValue(grpc.NewContextWithServerTransportStream(incomingContext(r), sink), burstHintKey{}, ss.hint)
+	ss := &sseStream{sink: sink, w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 1024), hint: &burstHint{},
+		timeout: f.opt.writeTimeout}
+	ctx, done := f.opt.drain.track(incomingContext(r))
+	defer done()
+	ss.ctx = context.WithValue(grpc.NewContextWithServerTransportStream(ctx, sink), burstHintKey{}, ss.hint)
 	info := &grpc.StreamServerInfo{FullMethod: sink.method, IsServerStream: true}
 	err := f.in.stream(f.in.chat, ss, info, func(_ any, stream grpc.ServerStream) error {
 		return f.in.chat.StreamChatCompletion(req,
@@ -98,6 +106,10 @@ func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompl
 		return // the client went away
 	}
 	e := fromStatus(status.Convert(err))
+	if context.Cause(ctx) == errDraining {
+		e = openAIError{Message: "Switchyard is shutting down; the stream ended before its final event",
+			Type: "server_error", Code: "stream_incomplete"}
+	}
 	if e.Code == "" {
 		e.Code = "stream_incomplete"
 	}

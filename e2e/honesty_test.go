@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchyard/switchyard/internal/fakeupstream"
+)
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestDiscoveryOutageAndRecovery(t *testing.T) {
+	t.Parallel()
+	up := fakeupstream.New()
+	t.Cleanup(up.Close)
+	up.FailModels(503)
+	g := startWith(t, up, "  recheck_interval: 20ms\n")
+	root := "http://" + g.app.HTTPAddr()
+
+	code, body := get(t, root+"/health/ready")
+	require.Equal(t, 503, code, "no model at all: not ready")
+	require.Contains(t, body, "degraded")
+	require.Contains(t, body, "up:", "the reason names the failing provider")
+	code, _ = get(t, root+"/health")
+	require.Equal(t, 200, code, "liveness stays a pure liveness check")
+
+	resp := post(t, g.base+"/chat/completions", strings.Replace(chatBody, "up/gpt-4o", "gpt-4o", 1)+`}`)
+	require.Equal(t, 503, resp.StatusCode, "a bare name with no models known gets 503, not a misleading 404")
+	resp = post(t, g.base+"/chat/completions", chatBody+`}`)
+	require.Equal(t, 200, resp.StatusCode, "an explicit provider/model still reaches the provider")
+
+	up.FailModels(0)
+	require.Eventually(t, func() bool { c, _ := get(t, root+"/health/ready"); return c == 200 }, 5*time.Second, 20*time.Millisecond,
+		"the recheck loop recovers the provider")
+	resp = post(t, g.base+"/chat/completions", strings.Replace(chatBody, "up/gpt-4o", "gpt-4o", 1)+`}`)
+	require.Equal(t, 200, resp.StatusCode)
+}
+
+func TestConfiguredModelsServeDuringDiscoveryOutage(t *testing.T) {
+	t.Parallel()
+	up := fakeupstream.New()
+	t.Cleanup(up.Close)
+	up.FailModels(500)
+	g := startWith(t, up, "", withProviderYAML("    models: [gpt-4o]\n"))
+	code, _ := get(t, "http://"+g.app.HTTPAddr()+"/health/ready")
+	require.Equal(t, 200, code)
+	resp := post(t, g.base+"/chat/completions", strings.Replace(chatBody, "up/gpt-4o", "gpt-4o", 1)+`}`)
+	require.Equal(t, 200, resp.StatusCode)
+}
+
+func TestDrainEndsOpenStreamsWithTheInBandError(t *testing.T) {
+	t.Parallel()
+	g := start(t, "  drain_timeout: 300ms\n")
+	g.up.Script(fakeupstream.Reply{Text: strings.Repeat("word ", 100), TokenDelay: 20 * time.Millisecond})
+	resp := post(t, g.base+"/chat/completions", chatBody+`,"stream":true}`)
+	require.Equal(t, 200, resp.StatusCode)
+
+	g.up.Script(fakeupstream.Reply{Delay: 100 * time.Millisecond})
+	unary := make(chan int, 1)
+	go func() {
+		r, err := http.Post(g.base+"/chat/completions", "application/json", strings.NewReader(chatBody+`}`))
+		if err != nil {
+			unary <- 0
+			return
+		}
+		r.Body.Close()
+		unary <- r.StatusCode
+	}()
+	time.Sleep(50 * time.Millisecond)
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- g.app.Shutdown(context.Background()) }()
+
+	events := sseEvents(t, resp)
+	require.Greater(t, len(events), 2)
+	require.NotEqual(t, "[DONE]", events[len(events)-1], "the stream was not complete")
+	var last struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(events[len(events)-1]), &last))
+	require.Equal(t, "stream_incomplete", last.Error.Code)
+	require.Contains(t, last.Error.Message, "shutting down")
+	require.Equal(t, 200, <-unary, "an in-flight unary call finishes within the drain deadline")
+	require.NoError(t, <-shutdown)
+
+	_, err := http.Get("http://" + g.app.HTTPAddr() + "/health")
+	require.Error(t, err, "the listener stopped accepting")
+}
