@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard/switchyard/resilience"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/server"
+	"github.com/switchyard/switchyard/store"
 )
 
 // discoveryTimeout bounds model discovery at start.
@@ -47,8 +48,23 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		return nil, err
 	}
 	rt := router.New(log, targets)
-	if err := rt.SetVirtualModels(virtualModels(cfg)); err != nil {
+	vms := make([]router.VirtualModel, 0, len(cfg.VirtualModels))
+	for _, vm := range cfg.VirtualModels {
+		vms = append(vms, router.FromConfig(cfg.Failover, vm, true))
+	}
+	if err := rt.SetVirtualModels(vms); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
+	}
+	st, err := store.Open(cfg.Server.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := loadStored(rt, st, cfg, log); err != nil {
+		return nil, err
+	}
+	infos := map[string]server.ProviderInfo{}
+	for name, p := range cfg.Providers {
+		infos[name] = server.ProviderInfo{Type: p.Type, BaseURL: p.BaseURL}
 	}
 	rt.Discover(ctx, discoveryTimeout)
 	if len(rt.Models()) == 0 {
@@ -56,8 +72,9 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 	}
 	srv, err := server.New(server.Config{
 		Log: log, Router: rt, MaxBodyBytes: cfg.Server.MaxBodyBytes, DrainTimeout: cfg.Server.DrainTimeout,
-		WriteTimeout: cfg.Server.StreamIdleTimeout,
-		Keys:         server.Keys{Master: string(cfg.Server.MasterKey), Admin: string(cfg.Server.AdminKey)},
+		WriteTimeout: cfg.Server.StreamIdleTimeout, Failover: cfg.Failover, Providers: infos,
+		PersistVirtualModels: st.Save,
+		Keys:                 server.Keys{Master: string(cfg.Server.MasterKey), Admin: string(cfg.Server.AdminKey)},
 	})
 	if err != nil {
 		return nil, err
@@ -147,24 +164,48 @@ func buildTargets(cfg *config.Config, log *slog.Logger) ([]router.Target, error)
 	return targets, nil
 }
 
+// loadStored adds the virtual models created through the admin API in an earlier
+// run. One that the config file now defines, or that no longer validates, is
+// skipped with a warning (and dropped from the store at the next change).
+func loadStored(rt *router.Router, st *store.VirtualModels, cfg *config.Config, log *slog.Logger) error {
+	stored, err := st.Load()
+	if err != nil {
+		return fmt.Errorf("virtual model store: %w", err)
+	}
+	for _, spec := range stored {
+		vm := router.FromConfig(cfg.Failover, spec, false)
+		if err := rt.UpsertVirtualModel(vm, nil); err != nil {
+			log.Warn("skipping a stored virtual model", "source", spec.Source, "error", err.Error(), "store", st.Path())
+		}
+	}
+	if len(stored) > 0 {
+		log.Info("virtual models restored from the store", "count", len(stored), "store", st.Path())
+	}
+	return nil
+}
+
 // checkExposure refuses to serve beyond loopback without a master key, unless
 // server.allow_unauthenticated says so.
 func checkExposure(cfg *config.Config, log *slog.Logger) error {
-	if cfg.Server.MasterKey != "" {
-		return nil
-	}
-	for _, addr := range []string{cfg.Server.HTTPAddr, cfg.Server.GRPCAddr} {
-		if isLoopback(addr) {
+	for _, k := range []struct{ key, env, yaml, what, name string }{
+		{string(cfg.Server.MasterKey), "SWITCHYARD_MASTER_KEY", "server.master_key", "inference", "a master"},
+		{string(cfg.Server.AdminKey), "SWITCHYARD_ADMIN_KEY", "server.admin_key", "admin", "an admin"},
+	} {
+		if k.key != "" {
 			continue
 		}
-		if !cfg.Server.AllowUnauthenticated {
-			return fmt.Errorf("refusing to listen on %s without a master key: set SWITCHYARD_MASTER_KEY "+
-				"(or server.master_key), bind a loopback address, or set server.allow_unauthenticated: true", addr)
+		for _, addr := range []string{cfg.Server.HTTPAddr, cfg.Server.GRPCAddr} {
+			if isLoopback(addr) {
+				continue
+			}
+			if !cfg.Server.AllowUnauthenticated {
+				return fmt.Errorf("refusing to listen on %s without %s key: set %s (or %s), bind a loopback "+
+					"address, or set server.allow_unauthenticated: true", addr, k.name, k.env, k.yaml)
+			}
+			log.Warn("SERVING WITHOUT AUTHENTICATION on a non-loopback address (server.allow_unauthenticated is set)",
+				"addr", addr, "api", k.what)
 		}
-		log.Warn("SERVING WITHOUT AUTHENTICATION on a non-loopback address (server.allow_unauthenticated is set)", "addr", addr)
-	}
-	if cfg.Server.MasterKey == "" {
-		log.Warn("no master key set: inference calls are not authenticated; serving on loopback only")
+		log.Warn("no "+k.what+" key set: "+k.what+" calls are not authenticated", "set", k.env)
 	}
 	return nil
 }

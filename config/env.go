@@ -17,6 +17,9 @@ func applyEnv(cfg *Config, env func(string) (string, bool)) error {
 	if v := get("SWITCHYARD_ADMIN_KEY"); v != "" && cfg.Server.AdminKey == "" {
 		cfg.Server.AdminKey = Secret(v)
 	}
+	if v := get("SWITCHYARD_DATA_DIR"); v != "" && cfg.Server.DataDir == "" {
+		cfg.Server.DataDir = v
+	}
 	if cfg.Providers == nil {
 		cfg.Providers = map[string]*Provider{}
 	}

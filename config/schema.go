@@ -119,11 +119,11 @@ type VirtualModel struct {
 	// Source is the model name clients send.
 	Source string `yaml:"source"`
 	// Strategy picks the first target: failover (default), round_robin, weighted.
-	Strategy string `yaml:"strategy"`
+	Strategy string `yaml:"strategy,omitempty"`
 	// Targets are "provider/model" names, in failover order.
 	Targets []Target `yaml:"targets"`
 	// Failover says whether the remaining targets are tried on failover-eligible errors.
-	Failover *Failover `yaml:"failover"`
+	Failover *Failover `yaml:"failover,omitempty"`
 }
 
 // Target is one virtual model target.
@@ -131,13 +131,13 @@ type Target struct {
 	// Model is "provider/model".
 	Model string `yaml:"model"`
 	// Weight is used by the weighted strategy (default 1).
-	Weight *int `yaml:"weight"`
+	Weight *int `yaml:"weight,omitempty"`
 }
 
 // Failover tunes failover; in YAML it is a block or a plain boolean (enabled).
 type Failover struct {
-	Enabled         *bool       `yaml:"enabled"`
-	RetryOnStatuses *StatusList `yaml:"retry_on_statuses"`
-	RetryOnErrors   []string    `yaml:"retry_on_errors"`
-	MaxAttempts     *int        `yaml:"max_attempts"`
+	Enabled         *bool       `yaml:"enabled,omitempty"`
+	RetryOnStatuses *StatusList `yaml:"retry_on_statuses,omitempty"`
+	RetryOnErrors   []string    `yaml:"retry_on_errors,omitempty"`
+	MaxAttempts     *int        `yaml:"max_attempts,omitempty"`
 }

@@ -56,7 +56,7 @@ func withProviderYAML(text string) yamlOption { return yamlOption{provider: text
 func startWith(t *testing.T, up *fakeupstream.Server, serverYAML string, opts ...yamlOption) *gateway {
 	t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n%s", serverYAML)
+	fmt.Fprintf(&b, "server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  data_dir: %s\n%s", dataDirOf(t, serverYAML), stripDataDir(serverYAML))
 	fmt.Fprintf(&b, "providers:\n  up:\n    type: openai\n    base_url: %s\n    api_key: sk-upstream\n", up.URL)
 	for _, o := range opts {
 		b.WriteString(o.provider)
@@ -102,4 +102,25 @@ func (l *logBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// dataDirOf gives each gateway its own data dir unless serverYAML names one
+// ("  data_dir: X" on its own line), so that tests never share stored state.
+func dataDirOf(t *testing.T, serverYAML string) string {
+	for _, line := range strings.Split(serverYAML, "\n") {
+		if v, ok := strings.CutPrefix(line, "  data_dir: "); ok {
+			return v
+		}
+	}
+	return t.TempDir()
+}
+
+func stripDataDir(serverYAML string) string {
+	var keep []string
+	for _, line := range strings.Split(serverYAML, "\n") {
+		if !strings.HasPrefix(line, "  data_dir: ") {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "\n")
 }

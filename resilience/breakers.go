@@ -82,6 +82,20 @@ func (bs *Breakers) For(model string) (*Breaker, error) {
 	return b, nil
 }
 
+// Scope is the scope the breakers were built with.
+func (bs *Breakers) Scope() Scope { return bs.settings.Scope }
+
+// Has reports whether the breaker for model exists (always, for provider scope).
+func (bs *Breakers) Has(model string) bool {
+	if bs.settings.Scope != ScopeModel || model == "" {
+		return true
+	}
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	_, ok := bs.models[model]
+	return ok
+}
+
 // Entry is one breaker in a listing.
 type Entry struct {
 	// Provider is the configured provider name; Model is empty for provider scope.

@@ -2,8 +2,10 @@ package router
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,7 +29,9 @@ type Router struct {
 	log     *slog.Logger
 	reg     *registry
 	targets map[string]Target
+	health  map[string]*providerHealth
 	virtual atomic.Pointer[virtualState]
+	adminMu sync.Mutex
 }
 
 type virtualState struct {
@@ -37,13 +41,14 @@ type virtualState struct {
 
 // New returns a Router over targets. Call Discover before serving.
 func New(log *slog.Logger, targets []Target) *Router {
-	r := &Router{log: log, reg: newRegistry(targets), targets: map[string]Target{}}
+	r := &Router{log: log, reg: newRegistry(targets), targets: map[string]Target{}, health: map[string]*providerHealth{}}
 	for _, t := range targets {
 		if t.Guard == nil {
 			t.Guard = resilience.NewGuard(resilience.GuardConfig{Provider: t.Provider.Name(),
 				Retry: resilience.DefaultRetry(), Breaker: resilience.DefaultBreaker()})
 		}
 		r.targets[t.Provider.Name()] = t
+		r.health[t.Provider.Name()] = &providerHealth{}
 	}
 	r.virtual.Store(&virtualState{table: virtualTable{}})
 	return r
@@ -115,7 +120,9 @@ func (r *Router) walk(ctx context.Context, body *pb.ChatCompletionRequest, call 
 			return Route{}, err
 		}
 		req := &providers.Request{Body: body, Model: route.Model, IdempotencyKey: call.IdempotencyKey, RequestID: call.RequestID}
-		return route, try(ctx, r.targets[route.Provider], req)
+		err = try(ctx, r.targets[route.Provider], req)
+		r.record(route, err)
+		return route, err
 	}
 	first := c.first()
 	backups := 0
@@ -131,6 +138,7 @@ func (r *Router) walk(ctx context.Context, body *pb.ChatCompletionRequest, call 
 			req.IdempotencyKey = call.IdempotencyKey
 		}
 		err := try(ctx, r.targets[route.Provider], req)
+		r.record(route, err)
 		if err == nil {
 			return route, nil
 		}
@@ -151,6 +159,15 @@ func (r *Router) walk(ctx context.Context, body *pb.ChatCompletionRequest, call 
 		}
 	}
 	return last, lastErr
+}
+
+// record feeds the request-health window the admin API reports.
+func (r *Router) record(route Route, err error) {
+	if errors.Is(err, resilience.ErrBreakerOpen) || errors.Is(err, resilience.ErrNoBreakerSlot) ||
+		errors.Is(err, context.Canceled) {
+		return
+	}
+	r.health[route.Provider].record(route.Model, countsAsFailure(err), time.Now())
 }
 
 // Chat runs a non-stream chat completion and says which route answered.

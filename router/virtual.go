@@ -2,7 +2,9 @@ package router
 
 import (
 	"errors"
+
 	"fmt"
+	"github.com/switchyard/switchyard/config"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -30,6 +32,9 @@ type VirtualModel struct {
 	Failover Failover
 	// ConfigManaged marks virtual models defined in the config file.
 	ConfigManaged bool
+	// Spec is the virtual model as written (config file or admin API), kept so that
+	// it can be shown and stored in the same shape.
+	Spec config.VirtualModel
 }
 
 // VirtualTarget is one target and its weight (weighted strategy).

@@ -36,6 +36,8 @@ type apiError struct {
 	// final marks an error after Switchyard spent its own retries: clients should
 	// not multiply them (x-should-retry: false).
 	final bool
+	// grpcCode overrides the code derived from httpStatus.
+	grpcCode codes.Code
 }
 
 // invalidRequest is a 400 naming the offending parameter.
@@ -66,6 +68,15 @@ func toStatus(log *slog.Logger, err error) error {
 	case errors.As(err, &le):
 		return statusOf(apiError{httpStatus: http.StatusServiceUnavailable, message: le.Error(), errType: "server_error",
 			code: "circuit_breaker_open", retryAfter: time.Second})
+	case errors.Is(err, router.ErrInvalidVirtualModel):
+		return statusOf(apiError{httpStatus: http.StatusBadRequest, message: err.Error(), errType: "invalid_request_error",
+			code: "invalid_virtual_model", param: "virtual_model"})
+	case errors.Is(err, router.ErrConfigManaged):
+		return statusOf(apiError{httpStatus: http.StatusConflict, grpcCode: codes.FailedPrecondition, message: err.Error(),
+			errType: "invalid_request_error", code: "config_managed"})
+	case errors.Is(err, router.ErrVirtualModelNotFound), errors.Is(err, router.ErrUnknownProvider),
+		errors.Is(err, router.ErrBreakerNotFound):
+		return statusOf(apiError{httpStatus: http.StatusNotFound, message: err.Error(), errType: "not_found_error", code: "not_found"})
 	case errors.As(err, &de):
 		return statusOf(apiError{httpStatus: http.StatusBadRequest, message: de.Error(), errType: "invalid_request_error", param: de.Param})
 	case errors.As(err, &nf):
@@ -97,7 +108,11 @@ func orDefault(s, def string) string {
 }
 
 func statusOf(e apiError) error {
-	st := status.New(codeForHTTP(e.httpStatus), e.message)
+	code := codeForHTTP(e.httpStatus)
+	if e.grpcCode != codes.OK {
+		code = e.grpcCode
+	}
+	st := status.New(code, e.message)
 	md := map[string]string{"http_status": strconv.Itoa(e.httpStatus), "type": e.errType}
 	if e.code != "" {
 		md["code"] = e.code

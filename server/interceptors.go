@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"log/slog"
@@ -33,7 +34,7 @@ func interceptors(log *slog.Logger, keys Keys) (grpc.UnaryServerInterceptor, grp
 		defer recoverInto(log, info.FullMethod, &err)
 		ctx = withRequestID(ctx)
 		start := time.Now()
-		if err = auth.check(ctx, info.FullMethod); err == nil {
+		if ctx, err = auth.check(ctx, info.FullMethod); err == nil {
 			resp, err = h(ctx, req)
 		}
 		logCall(ctx, log, info.FullMethod, start, err)
@@ -43,7 +44,7 @@ func interceptors(log *slog.Logger, keys Keys) (grpc.UnaryServerInterceptor, grp
 		defer recoverInto(log, info.FullMethod, &err)
 		ctx := withRequestID(ss.Context())
 		start := time.Now()
-		if err = auth.check(ctx, info.FullMethod); err == nil {
+		if ctx, err = auth.check(ctx, info.FullMethod); err == nil {
 			err = h(srv, &ctxStream{ServerStream: ss, ctx: ctx})
 		}
 		logCall(ctx, log, info.FullMethod, start, err)
@@ -118,27 +119,58 @@ type Keys struct {
 
 type authorizer struct{ keys Keys }
 
+type callerKey struct{}
+
+// callerOf names who made the call, for audit logs: a key id, never the key.
+func callerOf(ctx context.Context) string {
+	if c, ok := ctx.Value(callerKey{}).(string); ok {
+		return c
+	}
+	return "anonymous"
+}
+
+// keyID is a short, non-reversible name for a key.
+func keyID(kind, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return kind + ":" + hex.EncodeToString(sum[:4])
+}
+
+func equal(a, b string) bool {
+	return b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
 // check enforces the keys: inference needs the master key, admin the admin key;
-// health and reflection need none.
-func (a authorizer) check(ctx context.Context, method string) error {
-	var want string
+// the master key never grants admin, and the admin key grants inference only if it
+// is also the master key. Missing or wrong keys are Unauthenticated; a valid key on
+// the wrong service is PermissionDenied. Health and reflection need none.
+func (a authorizer) check(ctx context.Context, method string) (context.Context, error) {
+	var want, other, kind string
 	switch {
 	case strings.HasPrefix(method, "/switchyard.v1."):
-		want = a.keys.Master
+		want, other, kind = a.keys.Master, a.keys.Admin, "master"
 	case strings.HasPrefix(method, "/switchyard.admin.v1."):
-		want = a.keys.Admin
+		want, other, kind = a.keys.Admin, a.keys.Master, "admin"
 	default:
-		return nil
+		return ctx, nil
 	}
 	if want == "" {
-		return nil
+		return ctx, nil
 	}
 	got, ok := strings.CutPrefix(firstMD(ctx, mdAuthorization), "Bearer ")
-	if !ok || got == "" {
-		return status.Error(codes.Unauthenticated, "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.")
+	switch {
+	case !ok || got == "":
+		return ctx, status.Error(codes.Unauthenticated, "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.")
+	case equal(got, want):
+		return context.WithValue(ctx, callerKey{}, keyID(kind, got)), nil
+	case equal(got, other):
+		return ctx, status.Errorf(codes.PermissionDenied, "This key is valid but not allowed to call the %s API.", serviceName(kind))
 	}
-	if subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
-		return status.Error(codes.Unauthenticated, "Incorrect API key provided.")
+	return ctx, status.Error(codes.Unauthenticated, "Incorrect API key provided.")
+}
+
+func serviceName(kind string) string {
+	if kind == "admin" {
+		return "admin"
 	}
-	return nil
+	return "inference"
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	adminpb "github.com/switchyard/switchyard/gen/switchyard/admin/v1"
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/openaijson"
 )
@@ -42,6 +43,9 @@ func newREST(ctx context.Context, conn *grpc.ClientConn, opt restOptions) (http.
 		runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
 	)
 	if err := pb.RegisterModelServiceHandler(ctx, mux, conn); err != nil {
+		return nil, err
+	}
+	if err := adminpb.RegisterAdminServiceHandler(ctx, mux, conn); err != nil {
 		return nil, err
 	}
 	f := &front{log: opt.log, mux: mux, in: opt.in, opt: opt}

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/switchyard/switchyard/config"
 	adminpb "github.com/switchyard/switchyard/gen/switchyard/admin/v1"
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/router"
@@ -38,6 +39,13 @@ type Config struct {
 	MaxBodyBytes int64
 	// DrainTimeout is the drain deadline for in-flight calls.
 	DrainTimeout time.Duration
+	// Failover is the global failover block virtual models made through the admin
+	// API inherit.
+	Failover config.Failover
+	// PersistVirtualModels stores the API-managed virtual models; nil keeps them in memory.
+	PersistVirtualModels func([]config.VirtualModel) error
+	// Providers describes each provider for the admin API (no secrets).
+	Providers map[string]ProviderInfo
 	// WriteTimeout bounds each write to a streaming client: a client that stops
 	// reading is dropped instead of pinning an upstream connection.
 	WriteTimeout time.Duration
@@ -62,7 +70,8 @@ func New(cfg Config) (*Server, error) {
 	chat := &chatService{log: cfg.Log, router: cfg.Router}
 	pb.RegisterChatServiceServer(gs, chat)
 	pb.RegisterModelServiceServer(gs, &modelService{router: cfg.Router})
-	adminpb.RegisterAdminServiceServer(gs, adminpb.UnimplementedAdminServiceServer{})
+	adminpb.RegisterAdminServiceServer(gs, &adminService{log: cfg.Log, router: cfg.Router, failover: cfg.Failover,
+		persist: cfg.PersistVirtualModels, providers: cfg.Providers})
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)

@@ -116,6 +116,12 @@ func serveSwitchyard(ctx context.Context, args []string) error {
 		return err
 	}
 	cfg.Server.HTTPAddr, cfg.Server.GRPCAddr = *httpAddr, *grpcAddr
+	dir, err := os.MkdirTemp("", "switchyard-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfg.Server.DataDir = dir
 	a, err := app.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return err

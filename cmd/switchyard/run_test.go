@@ -33,13 +33,25 @@ func (l *lockedBuffer) String() string {
 
 func noEnv(string) (string, bool) { return "", false }
 
+// tempEnv is an empty environment apart from a temporary data dir.
+func tempEnv(t *testing.T) func(string) (string, bool) {
+	dir := t.TempDir()
+	return func(k string) (string, bool) {
+		if k == "SWITCHYARD_DATA_DIR" {
+			return dir, true
+		}
+		return "", false
+	}
+}
+
 // The README's first command: no config, no keys → a serving gateway on the simulator.
 func TestRunWithoutConfigServesTheSimulator(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &lockedBuffer{}
+	env := tempEnv(t)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, out, io.Discard, noEnv)
+		done <- run(ctx, []string{"--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, out, io.Discard, env)
 	}()
 	var httpURL string
 	require.Eventually(t, func() bool {

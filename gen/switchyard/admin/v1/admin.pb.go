@@ -7,9 +7,12 @@
 package adminv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
+	sync "sync"
 	unsafe "unsafe"
 )
 
@@ -20,22 +23,1368 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// BreakerState is a circuit breaker's state.
+type BreakerState int32
+
+const (
+	// Not set.
+	BreakerState_BREAKER_STATE_UNSPECIFIED BreakerState = 0
+	// Calls pass.
+	BreakerState_BREAKER_STATE_CLOSED BreakerState = 1
+	// Calls fail at once.
+	BreakerState_BREAKER_STATE_OPEN BreakerState = 2
+	// One probe at a time passes.
+	BreakerState_BREAKER_STATE_HALF_OPEN BreakerState = 3
+)
+
+// Enum value maps for BreakerState.
+var (
+	BreakerState_name = map[int32]string{
+		0: "BREAKER_STATE_UNSPECIFIED",
+		1: "BREAKER_STATE_CLOSED",
+		2: "BREAKER_STATE_OPEN",
+		3: "BREAKER_STATE_HALF_OPEN",
+	}
+	BreakerState_value = map[string]int32{
+		"BREAKER_STATE_UNSPECIFIED": 0,
+		"BREAKER_STATE_CLOSED":      1,
+		"BREAKER_STATE_OPEN":        2,
+		"BREAKER_STATE_HALF_OPEN":   3,
+	}
+)
+
+func (x BreakerState) Enum() *BreakerState {
+	p := new(BreakerState)
+	*p = x
+	return p
+}
+
+func (x BreakerState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BreakerState) Descriptor() protoreflect.EnumDescriptor {
+	return file_switchyard_admin_v1_admin_proto_enumTypes[0].Descriptor()
+}
+
+func (BreakerState) Type() protoreflect.EnumType {
+	return &file_switchyard_admin_v1_admin_proto_enumTypes[0]
+}
+
+func (x BreakerState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BreakerState.Descriptor instead.
+func (BreakerState) EnumDescriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{0}
+}
+
+// Breaker is one circuit breaker and the settings in force for it.
+type Breaker struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Configured provider name.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// Model, for model-scoped breakers; empty for provider scope.
+	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// Current state.
+	State BreakerState `protobuf:"varint,3,opt,name=state,proto3,enum=switchyard.admin.v1.BreakerState" json:"state,omitempty"`
+	// Consecutive failures counted while closed.
+	ConsecutiveFailures int32 `protobuf:"varint,4,opt,name=consecutive_failures,proto3" json:"consecutive_failures,omitempty"`
+	// When it opened (RFC 3339), while open or half-open.
+	OpenedAt string `protobuf:"bytes,5,opt,name=opened_at,proto3" json:"opened_at,omitempty"`
+	// When it lets the next probe through (RFC 3339), while open.
+	NextProbeAt string `protobuf:"bytes,6,opt,name=next_probe_at,proto3" json:"next_probe_at,omitempty"`
+	// "provider" or "model".
+	Scope string `protobuf:"bytes,7,opt,name=scope,proto3" json:"scope,omitempty"`
+	// Whether the breaker is checked at all.
+	Enabled bool `protobuf:"varint,8,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	// Consecutive failures that open it.
+	FailureThreshold int32 `protobuf:"varint,9,opt,name=failure_threshold,proto3" json:"failure_threshold,omitempty"`
+	// Probe successes that close it.
+	SuccessThreshold int32 `protobuf:"varint,10,opt,name=success_threshold,proto3" json:"success_threshold,omitempty"`
+	// Open → half-open delay, e.g. "30s".
+	Timeout string `protobuf:"bytes,11,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	// Slower calls count as failures, e.g. "60s"; "0s" = off.
+	SlowCallThreshold string `protobuf:"bytes,12,opt,name=slow_call_threshold,proto3" json:"slow_call_threshold,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *Breaker) Reset() {
+	*x = Breaker{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Breaker) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Breaker) ProtoMessage() {}
+
+func (x *Breaker) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Breaker.ProtoReflect.Descriptor instead.
+func (*Breaker) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *Breaker) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *Breaker) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *Breaker) GetState() BreakerState {
+	if x != nil {
+		return x.State
+	}
+	return BreakerState_BREAKER_STATE_UNSPECIFIED
+}
+
+func (x *Breaker) GetConsecutiveFailures() int32 {
+	if x != nil {
+		return x.ConsecutiveFailures
+	}
+	return 0
+}
+
+func (x *Breaker) GetOpenedAt() string {
+	if x != nil {
+		return x.OpenedAt
+	}
+	return ""
+}
+
+func (x *Breaker) GetNextProbeAt() string {
+	if x != nil {
+		return x.NextProbeAt
+	}
+	return ""
+}
+
+func (x *Breaker) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *Breaker) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+func (x *Breaker) GetFailureThreshold() int32 {
+	if x != nil {
+		return x.FailureThreshold
+	}
+	return 0
+}
+
+func (x *Breaker) GetSuccessThreshold() int32 {
+	if x != nil {
+		return x.SuccessThreshold
+	}
+	return 0
+}
+
+func (x *Breaker) GetTimeout() string {
+	if x != nil {
+		return x.Timeout
+	}
+	return ""
+}
+
+func (x *Breaker) GetSlowCallThreshold() string {
+	if x != nil {
+		return x.SlowCallThreshold
+	}
+	return ""
+}
+
+// ListBreakersRequest takes no parameters.
+type ListBreakersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBreakersRequest) Reset() {
+	*x = ListBreakersRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBreakersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBreakersRequest) ProtoMessage() {}
+
+func (x *ListBreakersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBreakersRequest.ProtoReflect.Descriptor instead.
+func (*ListBreakersRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{1}
+}
+
+// ListBreakersResponse lists the breakers.
+type ListBreakersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every breaker, by provider then model.
+	Breakers      []*Breaker `protobuf:"bytes,1,rep,name=breakers,proto3" json:"breakers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBreakersResponse) Reset() {
+	*x = ListBreakersResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBreakersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBreakersResponse) ProtoMessage() {}
+
+func (x *ListBreakersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBreakersResponse.ProtoReflect.Descriptor instead.
+func (*ListBreakersResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ListBreakersResponse) GetBreakers() []*Breaker {
+	if x != nil {
+		return x.Breakers
+	}
+	return nil
+}
+
+// ResetBreakerRequest names a breaker.
+type ResetBreakerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Configured provider name.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// Model, for model-scoped breakers.
+	Model         string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetBreakerRequest) Reset() {
+	*x = ResetBreakerRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetBreakerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetBreakerRequest) ProtoMessage() {}
+
+func (x *ResetBreakerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetBreakerRequest.ProtoReflect.Descriptor instead.
+func (*ResetBreakerRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ResetBreakerRequest) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ResetBreakerRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+// ResetBreakerResponse is the breaker after the reset.
+type ResetBreakerResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The breaker.
+	Breaker       *Breaker `protobuf:"bytes,1,opt,name=breaker,proto3" json:"breaker,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetBreakerResponse) Reset() {
+	*x = ResetBreakerResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetBreakerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetBreakerResponse) ProtoMessage() {}
+
+func (x *ResetBreakerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetBreakerResponse.ProtoReflect.Descriptor instead.
+func (*ResetBreakerResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ResetBreakerResponse) GetBreaker() *Breaker {
+	if x != nil {
+		return x.Breaker
+	}
+	return nil
+}
+
+// TripBreakerRequest names a breaker and how long to hold it open.
+type TripBreakerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Configured provider name.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// Model, for model-scoped breakers.
+	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// How long to stay open, e.g. "10m"; empty = the configured timeout.
+	Duration      string `protobuf:"bytes,3,opt,name=duration,proto3" json:"duration,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TripBreakerRequest) Reset() {
+	*x = TripBreakerRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TripBreakerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TripBreakerRequest) ProtoMessage() {}
+
+func (x *TripBreakerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TripBreakerRequest.ProtoReflect.Descriptor instead.
+func (*TripBreakerRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *TripBreakerRequest) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *TripBreakerRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *TripBreakerRequest) GetDuration() string {
+	if x != nil {
+		return x.Duration
+	}
+	return ""
+}
+
+// TripBreakerResponse is the breaker after the trip.
+type TripBreakerResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The breaker.
+	Breaker       *Breaker `protobuf:"bytes,1,opt,name=breaker,proto3" json:"breaker,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TripBreakerResponse) Reset() {
+	*x = TripBreakerResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TripBreakerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TripBreakerResponse) ProtoMessage() {}
+
+func (x *TripBreakerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TripBreakerResponse.ProtoReflect.Descriptor instead.
+func (*TripBreakerResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *TripBreakerResponse) GetBreaker() *Breaker {
+	if x != nil {
+		return x.Breaker
+	}
+	return nil
+}
+
+// VirtualModelTarget is one target of a virtual model.
+type VirtualModelTarget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "provider/model".
+	Model string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	// Weight for the weighted strategy (default 1).
+	Weight        int32 `protobuf:"varint,2,opt,name=weight,proto3" json:"weight,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VirtualModelTarget) Reset() {
+	*x = VirtualModelTarget{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VirtualModelTarget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VirtualModelTarget) ProtoMessage() {}
+
+func (x *VirtualModelTarget) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VirtualModelTarget.ProtoReflect.Descriptor instead.
+func (*VirtualModelTarget) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *VirtualModelTarget) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *VirtualModelTarget) GetWeight() int32 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+// VirtualModel routes one model name across targets; the same shape as in the config file.
+type VirtualModel struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The name clients send.
+	Source string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	// "failover" (default), "round_robin" or "weighted".
+	Strategy string `protobuf:"bytes,2,opt,name=strategy,proto3" json:"strategy,omitempty"`
+	// Targets in failover order.
+	Targets []*VirtualModelTarget `protobuf:"bytes,3,rep,name=targets,proto3" json:"targets,omitempty"`
+	// true/false, or a block {enabled, retry_on_statuses, retry_on_errors, max_attempts}.
+	Failover *structpb.Value `protobuf:"bytes,4,opt,name=failover,proto3" json:"failover,omitempty"`
+	// Defined in the config file: read-only through the API.
+	ConfigManaged bool `protobuf:"varint,5,opt,name=config_managed,proto3" json:"config_managed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VirtualModel) Reset() {
+	*x = VirtualModel{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VirtualModel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VirtualModel) ProtoMessage() {}
+
+func (x *VirtualModel) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VirtualModel.ProtoReflect.Descriptor instead.
+func (*VirtualModel) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *VirtualModel) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *VirtualModel) GetStrategy() string {
+	if x != nil {
+		return x.Strategy
+	}
+	return ""
+}
+
+func (x *VirtualModel) GetTargets() []*VirtualModelTarget {
+	if x != nil {
+		return x.Targets
+	}
+	return nil
+}
+
+func (x *VirtualModel) GetFailover() *structpb.Value {
+	if x != nil {
+		return x.Failover
+	}
+	return nil
+}
+
+func (x *VirtualModel) GetConfigManaged() bool {
+	if x != nil {
+		return x.ConfigManaged
+	}
+	return false
+}
+
+// ListVirtualModelsRequest takes no parameters.
+type ListVirtualModelsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListVirtualModelsRequest) Reset() {
+	*x = ListVirtualModelsRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListVirtualModelsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListVirtualModelsRequest) ProtoMessage() {}
+
+func (x *ListVirtualModelsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListVirtualModelsRequest.ProtoReflect.Descriptor instead.
+func (*ListVirtualModelsRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{9}
+}
+
+// ListVirtualModelsResponse lists the virtual models.
+type ListVirtualModelsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every virtual model, config-managed first.
+	VirtualModels []*VirtualModel `protobuf:"bytes,1,rep,name=virtual_models,proto3" json:"virtual_models,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListVirtualModelsResponse) Reset() {
+	*x = ListVirtualModelsResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListVirtualModelsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListVirtualModelsResponse) ProtoMessage() {}
+
+func (x *ListVirtualModelsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListVirtualModelsResponse.ProtoReflect.Descriptor instead.
+func (*ListVirtualModelsResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ListVirtualModelsResponse) GetVirtualModels() []*VirtualModel {
+	if x != nil {
+		return x.VirtualModels
+	}
+	return nil
+}
+
+// GetVirtualModelRequest names a virtual model.
+type GetVirtualModelRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its source name.
+	Source        string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetVirtualModelRequest) Reset() {
+	*x = GetVirtualModelRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetVirtualModelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetVirtualModelRequest) ProtoMessage() {}
+
+func (x *GetVirtualModelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetVirtualModelRequest.ProtoReflect.Descriptor instead.
+func (*GetVirtualModelRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *GetVirtualModelRequest) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+// GetVirtualModelResponse is the virtual model.
+type GetVirtualModelResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The virtual model.
+	VirtualModel  *VirtualModel `protobuf:"bytes,1,opt,name=virtual_model,proto3" json:"virtual_model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetVirtualModelResponse) Reset() {
+	*x = GetVirtualModelResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetVirtualModelResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetVirtualModelResponse) ProtoMessage() {}
+
+func (x *GetVirtualModelResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetVirtualModelResponse.ProtoReflect.Descriptor instead.
+func (*GetVirtualModelResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *GetVirtualModelResponse) GetVirtualModel() *VirtualModel {
+	if x != nil {
+		return x.VirtualModel
+	}
+	return nil
+}
+
+// UpsertVirtualModelRequest carries the virtual model to create or replace.
+type UpsertVirtualModelRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The virtual model (config_managed is ignored).
+	VirtualModel  *VirtualModel `protobuf:"bytes,1,opt,name=virtual_model,proto3" json:"virtual_model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpsertVirtualModelRequest) Reset() {
+	*x = UpsertVirtualModelRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpsertVirtualModelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpsertVirtualModelRequest) ProtoMessage() {}
+
+func (x *UpsertVirtualModelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpsertVirtualModelRequest.ProtoReflect.Descriptor instead.
+func (*UpsertVirtualModelRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *UpsertVirtualModelRequest) GetVirtualModel() *VirtualModel {
+	if x != nil {
+		return x.VirtualModel
+	}
+	return nil
+}
+
+// UpsertVirtualModelResponse is the stored virtual model.
+type UpsertVirtualModelResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The virtual model as stored.
+	VirtualModel  *VirtualModel `protobuf:"bytes,1,opt,name=virtual_model,proto3" json:"virtual_model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpsertVirtualModelResponse) Reset() {
+	*x = UpsertVirtualModelResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpsertVirtualModelResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpsertVirtualModelResponse) ProtoMessage() {}
+
+func (x *UpsertVirtualModelResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpsertVirtualModelResponse.ProtoReflect.Descriptor instead.
+func (*UpsertVirtualModelResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *UpsertVirtualModelResponse) GetVirtualModel() *VirtualModel {
+	if x != nil {
+		return x.VirtualModel
+	}
+	return nil
+}
+
+// DeleteVirtualModelRequest names a virtual model.
+type DeleteVirtualModelRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its source name.
+	Source        string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteVirtualModelRequest) Reset() {
+	*x = DeleteVirtualModelRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteVirtualModelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteVirtualModelRequest) ProtoMessage() {}
+
+func (x *DeleteVirtualModelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteVirtualModelRequest.ProtoReflect.Descriptor instead.
+func (*DeleteVirtualModelRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *DeleteVirtualModelRequest) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+// DeleteVirtualModelResponse is empty.
+type DeleteVirtualModelResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteVirtualModelResponse) Reset() {
+	*x = DeleteVirtualModelResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteVirtualModelResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteVirtualModelResponse) ProtoMessage() {}
+
+func (x *DeleteVirtualModelResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteVirtualModelResponse.ProtoReflect.Descriptor instead.
+func (*DeleteVirtualModelResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{16}
+}
+
+// Provider is a provider's configuration (no secrets) and health.
+type Provider struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Configured name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Wire format: openai, simulator, ...
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// API root (never the key).
+	BaseUrl string `protobuf:"bytes,3,opt,name=base_url,proto3" json:"base_url,omitempty"`
+	// Models found by the last successful discovery.
+	DiscoveredModels int32 `protobuf:"varint,4,opt,name=discovered_models,proto3" json:"discovered_models,omitempty"`
+	// Models listed in the config.
+	ConfiguredModels int32 `protobuf:"varint,5,opt,name=configured_models,proto3" json:"configured_models,omitempty"`
+	// Last discovery attempt (RFC 3339).
+	LastDiscovery string `protobuf:"bytes,6,opt,name=last_discovery,proto3" json:"last_discovery,omitempty"`
+	// Last discovery error, if it failed.
+	LastDiscoveryError string `protobuf:"bytes,7,opt,name=last_discovery_error,proto3" json:"last_discovery_error,omitempty"`
+	// "Healthy", "Degraded", "Circuit open", "Recovering" or "Offline".
+	Status string `protobuf:"bytes,8,opt,name=status,proto3" json:"status,omitempty"`
+	// Why the status is not Healthy.
+	StatusReason string `protobuf:"bytes,9,opt,name=status_reason,proto3" json:"status_reason,omitempty"`
+	// Requests and failures in the last 10 minutes.
+	RecentRequests int32 `protobuf:"varint,10,opt,name=recent_requests,proto3" json:"recent_requests,omitempty"`
+	// Failed requests in the last 10 minutes.
+	RecentFailures int32 `protobuf:"varint,11,opt,name=recent_failures,proto3" json:"recent_failures,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Provider) Reset() {
+	*x = Provider{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Provider) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Provider) ProtoMessage() {}
+
+func (x *Provider) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Provider.ProtoReflect.Descriptor instead.
+func (*Provider) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *Provider) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Provider) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *Provider) GetBaseUrl() string {
+	if x != nil {
+		return x.BaseUrl
+	}
+	return ""
+}
+
+func (x *Provider) GetDiscoveredModels() int32 {
+	if x != nil {
+		return x.DiscoveredModels
+	}
+	return 0
+}
+
+func (x *Provider) GetConfiguredModels() int32 {
+	if x != nil {
+		return x.ConfiguredModels
+	}
+	return 0
+}
+
+func (x *Provider) GetLastDiscovery() string {
+	if x != nil {
+		return x.LastDiscovery
+	}
+	return ""
+}
+
+func (x *Provider) GetLastDiscoveryError() string {
+	if x != nil {
+		return x.LastDiscoveryError
+	}
+	return ""
+}
+
+func (x *Provider) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Provider) GetStatusReason() string {
+	if x != nil {
+		return x.StatusReason
+	}
+	return ""
+}
+
+func (x *Provider) GetRecentRequests() int32 {
+	if x != nil {
+		return x.RecentRequests
+	}
+	return 0
+}
+
+func (x *Provider) GetRecentFailures() int32 {
+	if x != nil {
+		return x.RecentFailures
+	}
+	return 0
+}
+
+// ListProvidersRequest takes no parameters.
+type ListProvidersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListProvidersRequest) Reset() {
+	*x = ListProvidersRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListProvidersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListProvidersRequest) ProtoMessage() {}
+
+func (x *ListProvidersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListProvidersRequest.ProtoReflect.Descriptor instead.
+func (*ListProvidersRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{18}
+}
+
+// ListProvidersResponse lists the providers.
+type ListProvidersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every provider, by name.
+	Providers     []*Provider `protobuf:"bytes,1,rep,name=providers,proto3" json:"providers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListProvidersResponse) Reset() {
+	*x = ListProvidersResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListProvidersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListProvidersResponse) ProtoMessage() {}
+
+func (x *ListProvidersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListProvidersResponse.ProtoReflect.Descriptor instead.
+func (*ListProvidersResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ListProvidersResponse) GetProviders() []*Provider {
+	if x != nil {
+		return x.Providers
+	}
+	return nil
+}
+
 var File_switchyard_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x1fswitchyard/admin/v1/admin.proto\x12\x13switchyard.admin.v12\x0e\n" +
-	"\fAdminServiceB\xd5\x01\n" +
+	"\x1fswitchyard/admin/v1/admin.proto\x12\x13switchyard.admin.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xc4\x03\n" +
+	"\aBreaker\x12\x1a\n" +
+	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x127\n" +
+	"\x05state\x18\x03 \x01(\x0e2!.switchyard.admin.v1.BreakerStateR\x05state\x122\n" +
+	"\x14consecutive_failures\x18\x04 \x01(\x05R\x14consecutive_failures\x12\x1c\n" +
+	"\topened_at\x18\x05 \x01(\tR\topened_at\x12$\n" +
+	"\rnext_probe_at\x18\x06 \x01(\tR\rnext_probe_at\x12\x14\n" +
+	"\x05scope\x18\a \x01(\tR\x05scope\x12\x18\n" +
+	"\aenabled\x18\b \x01(\bR\aenabled\x12,\n" +
+	"\x11failure_threshold\x18\t \x01(\x05R\x11failure_threshold\x12,\n" +
+	"\x11success_threshold\x18\n" +
+	" \x01(\x05R\x11success_threshold\x12\x18\n" +
+	"\atimeout\x18\v \x01(\tR\atimeout\x120\n" +
+	"\x13slow_call_threshold\x18\f \x01(\tR\x13slow_call_threshold\"\x15\n" +
+	"\x13ListBreakersRequest\"P\n" +
+	"\x14ListBreakersResponse\x128\n" +
+	"\bbreakers\x18\x01 \x03(\v2\x1c.switchyard.admin.v1.BreakerR\bbreakers\"G\n" +
+	"\x13ResetBreakerRequest\x12\x1a\n" +
+	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\"N\n" +
+	"\x14ResetBreakerResponse\x126\n" +
+	"\abreaker\x18\x01 \x01(\v2\x1c.switchyard.admin.v1.BreakerR\abreaker\"b\n" +
+	"\x12TripBreakerRequest\x12\x1a\n" +
+	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12\x1a\n" +
+	"\bduration\x18\x03 \x01(\tR\bduration\"M\n" +
+	"\x13TripBreakerResponse\x126\n" +
+	"\abreaker\x18\x01 \x01(\v2\x1c.switchyard.admin.v1.BreakerR\abreaker\"B\n" +
+	"\x12VirtualModelTarget\x12\x14\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\x12\x16\n" +
+	"\x06weight\x18\x02 \x01(\x05R\x06weight\"\xe1\x01\n" +
+	"\fVirtualModel\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\x12\x1a\n" +
+	"\bstrategy\x18\x02 \x01(\tR\bstrategy\x12A\n" +
+	"\atargets\x18\x03 \x03(\v2'.switchyard.admin.v1.VirtualModelTargetR\atargets\x122\n" +
+	"\bfailover\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\bfailover\x12&\n" +
+	"\x0econfig_managed\x18\x05 \x01(\bR\x0econfig_managed\"\x1a\n" +
+	"\x18ListVirtualModelsRequest\"f\n" +
+	"\x19ListVirtualModelsResponse\x12I\n" +
+	"\x0evirtual_models\x18\x01 \x03(\v2!.switchyard.admin.v1.VirtualModelR\x0evirtual_models\"0\n" +
+	"\x16GetVirtualModelRequest\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\"b\n" +
+	"\x17GetVirtualModelResponse\x12G\n" +
+	"\rvirtual_model\x18\x01 \x01(\v2!.switchyard.admin.v1.VirtualModelR\rvirtual_model\"d\n" +
+	"\x19UpsertVirtualModelRequest\x12G\n" +
+	"\rvirtual_model\x18\x01 \x01(\v2!.switchyard.admin.v1.VirtualModelR\rvirtual_model\"e\n" +
+	"\x1aUpsertVirtualModelResponse\x12G\n" +
+	"\rvirtual_model\x18\x01 \x01(\v2!.switchyard.admin.v1.VirtualModelR\rvirtual_model\"3\n" +
+	"\x19DeleteVirtualModelRequest\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\"\x1c\n" +
+	"\x1aDeleteVirtualModelResponse\"\x98\x03\n" +
+	"\bProvider\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1a\n" +
+	"\bbase_url\x18\x03 \x01(\tR\bbase_url\x12,\n" +
+	"\x11discovered_models\x18\x04 \x01(\x05R\x11discovered_models\x12,\n" +
+	"\x11configured_models\x18\x05 \x01(\x05R\x11configured_models\x12&\n" +
+	"\x0elast_discovery\x18\x06 \x01(\tR\x0elast_discovery\x122\n" +
+	"\x14last_discovery_error\x18\a \x01(\tR\x14last_discovery_error\x12\x16\n" +
+	"\x06status\x18\b \x01(\tR\x06status\x12$\n" +
+	"\rstatus_reason\x18\t \x01(\tR\rstatus_reason\x12(\n" +
+	"\x0frecent_requests\x18\n" +
+	" \x01(\x05R\x0frecent_requests\x12(\n" +
+	"\x0frecent_failures\x18\v \x01(\x05R\x0frecent_failures\"\x16\n" +
+	"\x14ListProvidersRequest\"T\n" +
+	"\x15ListProvidersResponse\x12;\n" +
+	"\tproviders\x18\x01 \x03(\v2\x1d.switchyard.admin.v1.ProviderR\tproviders*|\n" +
+	"\fBreakerState\x12\x1d\n" +
+	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
+	"\x12BREAKER_STATE_OPEN\x10\x02\x12\x1b\n" +
+	"\x17BREAKER_STATE_HALF_OPEN\x10\x032\xaa\t\n" +
+	"\fAdminService\x12\x7f\n" +
+	"\fListBreakers\x12(.switchyard.admin.v1.ListBreakersRequest\x1a).switchyard.admin.v1.ListBreakersResponse\"\x1a\x82\xd3\xe4\x93\x02\x14\x12\x12/admin/v1/breakers\x12\x88\x01\n" +
+	"\fResetBreaker\x12(.switchyard.admin.v1.ResetBreakerRequest\x1a).switchyard.admin.v1.ResetBreakerResponse\"#\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/admin/v1/breakers:reset\x12\x84\x01\n" +
+	"\vTripBreaker\x12'.switchyard.admin.v1.TripBreakerRequest\x1a(.switchyard.admin.v1.TripBreakerResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*\"\x17/admin/v1/breakers:trip\x12\x94\x01\n" +
+	"\x11ListVirtualModels\x12-.switchyard.admin.v1.ListVirtualModelsRequest\x1a..switchyard.admin.v1.ListVirtualModelsResponse\" \x82\xd3\xe4\x93\x02\x1a\x12\x18/admin/v1/virtual_models\x12\x9a\x01\n" +
+	"\x0fGetVirtualModel\x12+.switchyard.admin.v1.GetVirtualModelRequest\x1a,.switchyard.admin.v1.GetVirtualModelResponse\",\x82\xd3\xe4\x93\x02&\x12$/admin/v1/virtual_models/{source=**}\x12\xa6\x01\n" +
+	"\x12UpsertVirtualModel\x12..switchyard.admin.v1.UpsertVirtualModelRequest\x1a/.switchyard.admin.v1.UpsertVirtualModelResponse\"/\x82\xd3\xe4\x93\x02):\rvirtual_model\x1a\x18/admin/v1/virtual_models\x12\xa3\x01\n" +
+	"\x12DeleteVirtualModel\x12..switchyard.admin.v1.DeleteVirtualModelRequest\x1a/.switchyard.admin.v1.DeleteVirtualModelResponse\",\x82\xd3\xe4\x93\x02&*$/admin/v1/virtual_models/{source=**}\x12\x83\x01\n" +
+	"\rListProviders\x12).switchyard.admin.v1.ListProvidersRequest\x1a*.switchyard.admin.v1.ListProvidersResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/providersB\xd5\x01\n" +
 	"\x17com.switchyard.admin.v1B\n" +
 	"AdminProtoP\x01Z@github.com/switchyard/switchyard/gen/switchyard/admin/v1;adminv1\xa2\x02\x03SAX\xaa\x02\x13Switchyard.Admin.V1\xca\x02\x13Switchyard\\Admin\\V1\xe2\x02\x1fSwitchyard\\Admin\\V1\\GPBMetadata\xea\x02\x15Switchyard::Admin::V1b\x06proto3"
 
-var file_switchyard_admin_v1_admin_proto_goTypes = []any{}
+var (
+	file_switchyard_admin_v1_admin_proto_rawDescOnce sync.Once
+	file_switchyard_admin_v1_admin_proto_rawDescData []byte
+)
+
+func file_switchyard_admin_v1_admin_proto_rawDescGZIP() []byte {
+	file_switchyard_admin_v1_admin_proto_rawDescOnce.Do(func() {
+		file_switchyard_admin_v1_admin_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_switchyard_admin_v1_admin_proto_rawDesc), len(file_switchyard_admin_v1_admin_proto_rawDesc)))
+	})
+	return file_switchyard_admin_v1_admin_proto_rawDescData
+}
+
+var file_switchyard_admin_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_switchyard_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_switchyard_admin_v1_admin_proto_goTypes = []any{
+	(BreakerState)(0),                  // 0: switchyard.admin.v1.BreakerState
+	(*Breaker)(nil),                    // 1: switchyard.admin.v1.Breaker
+	(*ListBreakersRequest)(nil),        // 2: switchyard.admin.v1.ListBreakersRequest
+	(*ListBreakersResponse)(nil),       // 3: switchyard.admin.v1.ListBreakersResponse
+	(*ResetBreakerRequest)(nil),        // 4: switchyard.admin.v1.ResetBreakerRequest
+	(*ResetBreakerResponse)(nil),       // 5: switchyard.admin.v1.ResetBreakerResponse
+	(*TripBreakerRequest)(nil),         // 6: switchyard.admin.v1.TripBreakerRequest
+	(*TripBreakerResponse)(nil),        // 7: switchyard.admin.v1.TripBreakerResponse
+	(*VirtualModelTarget)(nil),         // 8: switchyard.admin.v1.VirtualModelTarget
+	(*VirtualModel)(nil),               // 9: switchyard.admin.v1.VirtualModel
+	(*ListVirtualModelsRequest)(nil),   // 10: switchyard.admin.v1.ListVirtualModelsRequest
+	(*ListVirtualModelsResponse)(nil),  // 11: switchyard.admin.v1.ListVirtualModelsResponse
+	(*GetVirtualModelRequest)(nil),     // 12: switchyard.admin.v1.GetVirtualModelRequest
+	(*GetVirtualModelResponse)(nil),    // 13: switchyard.admin.v1.GetVirtualModelResponse
+	(*UpsertVirtualModelRequest)(nil),  // 14: switchyard.admin.v1.UpsertVirtualModelRequest
+	(*UpsertVirtualModelResponse)(nil), // 15: switchyard.admin.v1.UpsertVirtualModelResponse
+	(*DeleteVirtualModelRequest)(nil),  // 16: switchyard.admin.v1.DeleteVirtualModelRequest
+	(*DeleteVirtualModelResponse)(nil), // 17: switchyard.admin.v1.DeleteVirtualModelResponse
+	(*Provider)(nil),                   // 18: switchyard.admin.v1.Provider
+	(*ListProvidersRequest)(nil),       // 19: switchyard.admin.v1.ListProvidersRequest
+	(*ListProvidersResponse)(nil),      // 20: switchyard.admin.v1.ListProvidersResponse
+	(*structpb.Value)(nil),             // 21: google.protobuf.Value
+}
 var file_switchyard_admin_v1_admin_proto_depIdxs = []int32{
-	0, // [0:0] is the sub-list for method output_type
-	0, // [0:0] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	0,  // 0: switchyard.admin.v1.Breaker.state:type_name -> switchyard.admin.v1.BreakerState
+	1,  // 1: switchyard.admin.v1.ListBreakersResponse.breakers:type_name -> switchyard.admin.v1.Breaker
+	1,  // 2: switchyard.admin.v1.ResetBreakerResponse.breaker:type_name -> switchyard.admin.v1.Breaker
+	1,  // 3: switchyard.admin.v1.TripBreakerResponse.breaker:type_name -> switchyard.admin.v1.Breaker
+	8,  // 4: switchyard.admin.v1.VirtualModel.targets:type_name -> switchyard.admin.v1.VirtualModelTarget
+	21, // 5: switchyard.admin.v1.VirtualModel.failover:type_name -> google.protobuf.Value
+	9,  // 6: switchyard.admin.v1.ListVirtualModelsResponse.virtual_models:type_name -> switchyard.admin.v1.VirtualModel
+	9,  // 7: switchyard.admin.v1.GetVirtualModelResponse.virtual_model:type_name -> switchyard.admin.v1.VirtualModel
+	9,  // 8: switchyard.admin.v1.UpsertVirtualModelRequest.virtual_model:type_name -> switchyard.admin.v1.VirtualModel
+	9,  // 9: switchyard.admin.v1.UpsertVirtualModelResponse.virtual_model:type_name -> switchyard.admin.v1.VirtualModel
+	18, // 10: switchyard.admin.v1.ListProvidersResponse.providers:type_name -> switchyard.admin.v1.Provider
+	2,  // 11: switchyard.admin.v1.AdminService.ListBreakers:input_type -> switchyard.admin.v1.ListBreakersRequest
+	4,  // 12: switchyard.admin.v1.AdminService.ResetBreaker:input_type -> switchyard.admin.v1.ResetBreakerRequest
+	6,  // 13: switchyard.admin.v1.AdminService.TripBreaker:input_type -> switchyard.admin.v1.TripBreakerRequest
+	10, // 14: switchyard.admin.v1.AdminService.ListVirtualModels:input_type -> switchyard.admin.v1.ListVirtualModelsRequest
+	12, // 15: switchyard.admin.v1.AdminService.GetVirtualModel:input_type -> switchyard.admin.v1.GetVirtualModelRequest
+	14, // 16: switchyard.admin.v1.AdminService.UpsertVirtualModel:input_type -> switchyard.admin.v1.UpsertVirtualModelRequest
+	16, // 17: switchyard.admin.v1.AdminService.DeleteVirtualModel:input_type -> switchyard.admin.v1.DeleteVirtualModelRequest
+	19, // 18: switchyard.admin.v1.AdminService.ListProviders:input_type -> switchyard.admin.v1.ListProvidersRequest
+	3,  // 19: switchyard.admin.v1.AdminService.ListBreakers:output_type -> switchyard.admin.v1.ListBreakersResponse
+	5,  // 20: switchyard.admin.v1.AdminService.ResetBreaker:output_type -> switchyard.admin.v1.ResetBreakerResponse
+	7,  // 21: switchyard.admin.v1.AdminService.TripBreaker:output_type -> switchyard.admin.v1.TripBreakerResponse
+	11, // 22: switchyard.admin.v1.AdminService.ListVirtualModels:output_type -> switchyard.admin.v1.ListVirtualModelsResponse
+	13, // 23: switchyard.admin.v1.AdminService.GetVirtualModel:output_type -> switchyard.admin.v1.GetVirtualModelResponse
+	15, // 24: switchyard.admin.v1.AdminService.UpsertVirtualModel:output_type -> switchyard.admin.v1.UpsertVirtualModelResponse
+	17, // 25: switchyard.admin.v1.AdminService.DeleteVirtualModel:output_type -> switchyard.admin.v1.DeleteVirtualModelResponse
+	20, // 26: switchyard.admin.v1.AdminService.ListProviders:output_type -> switchyard.admin.v1.ListProvidersResponse
+	19, // [19:27] is the sub-list for method output_type
+	11, // [11:19] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_switchyard_admin_v1_admin_proto_init() }
@@ -48,13 +1397,15 @@ func file_switchyard_admin_v1_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchyard_admin_v1_admin_proto_rawDesc), len(file_switchyard_admin_v1_admin_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   0,
+			NumEnums:      1,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_switchyard_admin_v1_admin_proto_goTypes,
 		DependencyIndexes: file_switchyard_admin_v1_admin_proto_depIdxs,
+		EnumInfos:         file_switchyard_admin_v1_admin_proto_enumTypes,
+		MessageInfos:      file_switchyard_admin_v1_admin_proto_msgTypes,
 	}.Build()
 	File_switchyard_admin_v1_admin_proto = out.File
 	file_switchyard_admin_v1_admin_proto_goTypes = nil

@@ -7,7 +7,10 @@
 package adminv1
 
 import (
+	context "context"
 	grpc "google.golang.org/grpc"
+	codes "google.golang.org/grpc/codes"
+	status "google.golang.org/grpc/status"
 )
 
 // This is a compile-time assertion to ensure that this generated file
@@ -15,14 +18,42 @@ import (
 // Requires gRPC-Go v1.64.0 or later.
 const _ = grpc.SupportPackageIsVersion9
 
+const (
+	AdminService_ListBreakers_FullMethodName       = "/switchyard.admin.v1.AdminService/ListBreakers"
+	AdminService_ResetBreaker_FullMethodName       = "/switchyard.admin.v1.AdminService/ResetBreaker"
+	AdminService_TripBreaker_FullMethodName        = "/switchyard.admin.v1.AdminService/TripBreaker"
+	AdminService_ListVirtualModels_FullMethodName  = "/switchyard.admin.v1.AdminService/ListVirtualModels"
+	AdminService_GetVirtualModel_FullMethodName    = "/switchyard.admin.v1.AdminService/GetVirtualModel"
+	AdminService_UpsertVirtualModel_FullMethodName = "/switchyard.admin.v1.AdminService/UpsertVirtualModel"
+	AdminService_DeleteVirtualModel_FullMethodName = "/switchyard.admin.v1.AdminService/DeleteVirtualModel"
+	AdminService_ListProviders_FullMethodName      = "/switchyard.admin.v1.AdminService/ListProviders"
+)
+
 // AdminServiceClient is the client API for AdminService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // AdminService administers a running Switchyard: circuit breakers, virtual models
-// and providers. It needs the admin key. Its RPCs arrive with the admin work; until
-// then every call answers Unimplemented.
+// and providers. It needs the admin key. JSON names are the config file's
+// (snake_case), so a virtual model can be pasted between the YAML and the API.
 type AdminServiceClient interface {
+	// ListBreakers returns every circuit breaker that exists.
+	ListBreakers(ctx context.Context, in *ListBreakersRequest, opts ...grpc.CallOption) (*ListBreakersResponse, error)
+	// ResetBreaker forces a breaker closed and clears its counters.
+	ResetBreaker(ctx context.Context, in *ResetBreakerRequest, opts ...grpc.CallOption) (*ResetBreakerResponse, error)
+	// TripBreaker forces a breaker open (maintenance, draining a provider).
+	TripBreaker(ctx context.Context, in *TripBreakerRequest, opts ...grpc.CallOption) (*TripBreakerResponse, error)
+	// ListVirtualModels returns every virtual model, config-managed ones included.
+	ListVirtualModels(ctx context.Context, in *ListVirtualModelsRequest, opts ...grpc.CallOption) (*ListVirtualModelsResponse, error)
+	// GetVirtualModel returns one virtual model by source.
+	GetVirtualModel(ctx context.Context, in *GetVirtualModelRequest, opts ...grpc.CallOption) (*GetVirtualModelResponse, error)
+	// UpsertVirtualModel creates or replaces a virtual model; it takes effect on the
+	// next request and persists across restarts.
+	UpsertVirtualModel(ctx context.Context, in *UpsertVirtualModelRequest, opts ...grpc.CallOption) (*UpsertVirtualModelResponse, error)
+	// DeleteVirtualModel removes a virtual model created through the API.
+	DeleteVirtualModel(ctx context.Context, in *DeleteVirtualModelRequest, opts ...grpc.CallOption) (*DeleteVirtualModelResponse, error)
+	// ListProviders returns each provider with its discovery and request health.
+	ListProviders(ctx context.Context, in *ListProvidersRequest, opts ...grpc.CallOption) (*ListProvidersResponse, error)
 }
 
 type adminServiceClient struct {
@@ -33,14 +64,111 @@ func NewAdminServiceClient(cc grpc.ClientConnInterface) AdminServiceClient {
 	return &adminServiceClient{cc}
 }
 
+func (c *adminServiceClient) ListBreakers(ctx context.Context, in *ListBreakersRequest, opts ...grpc.CallOption) (*ListBreakersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListBreakersResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListBreakers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ResetBreaker(ctx context.Context, in *ResetBreakerRequest, opts ...grpc.CallOption) (*ResetBreakerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResetBreakerResponse)
+	err := c.cc.Invoke(ctx, AdminService_ResetBreaker_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) TripBreaker(ctx context.Context, in *TripBreakerRequest, opts ...grpc.CallOption) (*TripBreakerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TripBreakerResponse)
+	err := c.cc.Invoke(ctx, AdminService_TripBreaker_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListVirtualModels(ctx context.Context, in *ListVirtualModelsRequest, opts ...grpc.CallOption) (*ListVirtualModelsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListVirtualModelsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListVirtualModels_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) GetVirtualModel(ctx context.Context, in *GetVirtualModelRequest, opts ...grpc.CallOption) (*GetVirtualModelResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetVirtualModelResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetVirtualModel_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) UpsertVirtualModel(ctx context.Context, in *UpsertVirtualModelRequest, opts ...grpc.CallOption) (*UpsertVirtualModelResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpsertVirtualModelResponse)
+	err := c.cc.Invoke(ctx, AdminService_UpsertVirtualModel_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) DeleteVirtualModel(ctx context.Context, in *DeleteVirtualModelRequest, opts ...grpc.CallOption) (*DeleteVirtualModelResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteVirtualModelResponse)
+	err := c.cc.Invoke(ctx, AdminService_DeleteVirtualModel_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListProviders(ctx context.Context, in *ListProvidersRequest, opts ...grpc.CallOption) (*ListProvidersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListProvidersResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListProviders_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
 //
 // AdminService administers a running Switchyard: circuit breakers, virtual models
-// and providers. It needs the admin key. Its RPCs arrive with the admin work; until
-// then every call answers Unimplemented.
+// and providers. It needs the admin key. JSON names are the config file's
+// (snake_case), so a virtual model can be pasted between the YAML and the API.
 type AdminServiceServer interface {
+	// ListBreakers returns every circuit breaker that exists.
+	ListBreakers(context.Context, *ListBreakersRequest) (*ListBreakersResponse, error)
+	// ResetBreaker forces a breaker closed and clears its counters.
+	ResetBreaker(context.Context, *ResetBreakerRequest) (*ResetBreakerResponse, error)
+	// TripBreaker forces a breaker open (maintenance, draining a provider).
+	TripBreaker(context.Context, *TripBreakerRequest) (*TripBreakerResponse, error)
+	// ListVirtualModels returns every virtual model, config-managed ones included.
+	ListVirtualModels(context.Context, *ListVirtualModelsRequest) (*ListVirtualModelsResponse, error)
+	// GetVirtualModel returns one virtual model by source.
+	GetVirtualModel(context.Context, *GetVirtualModelRequest) (*GetVirtualModelResponse, error)
+	// UpsertVirtualModel creates or replaces a virtual model; it takes effect on the
+	// next request and persists across restarts.
+	UpsertVirtualModel(context.Context, *UpsertVirtualModelRequest) (*UpsertVirtualModelResponse, error)
+	// DeleteVirtualModel removes a virtual model created through the API.
+	DeleteVirtualModel(context.Context, *DeleteVirtualModelRequest) (*DeleteVirtualModelResponse, error)
+	// ListProviders returns each provider with its discovery and request health.
+	ListProviders(context.Context, *ListProvidersRequest) (*ListProvidersResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -51,6 +179,30 @@ type AdminServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedAdminServiceServer struct{}
 
+func (UnimplementedAdminServiceServer) ListBreakers(context.Context, *ListBreakersRequest) (*ListBreakersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListBreakers not implemented")
+}
+func (UnimplementedAdminServiceServer) ResetBreaker(context.Context, *ResetBreakerRequest) (*ResetBreakerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResetBreaker not implemented")
+}
+func (UnimplementedAdminServiceServer) TripBreaker(context.Context, *TripBreakerRequest) (*TripBreakerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TripBreaker not implemented")
+}
+func (UnimplementedAdminServiceServer) ListVirtualModels(context.Context, *ListVirtualModelsRequest) (*ListVirtualModelsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListVirtualModels not implemented")
+}
+func (UnimplementedAdminServiceServer) GetVirtualModel(context.Context, *GetVirtualModelRequest) (*GetVirtualModelResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetVirtualModel not implemented")
+}
+func (UnimplementedAdminServiceServer) UpsertVirtualModel(context.Context, *UpsertVirtualModelRequest) (*UpsertVirtualModelResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpsertVirtualModel not implemented")
+}
+func (UnimplementedAdminServiceServer) DeleteVirtualModel(context.Context, *DeleteVirtualModelRequest) (*DeleteVirtualModelResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteVirtualModel not implemented")
+}
+func (UnimplementedAdminServiceServer) ListProviders(context.Context, *ListProvidersRequest) (*ListProvidersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListProviders not implemented")
+}
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
 
@@ -72,13 +224,190 @@ func RegisterAdminServiceServer(s grpc.ServiceRegistrar, srv AdminServiceServer)
 	s.RegisterService(&AdminService_ServiceDesc, srv)
 }
 
+func _AdminService_ListBreakers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListBreakersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListBreakers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListBreakers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListBreakers(ctx, req.(*ListBreakersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ResetBreaker_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResetBreakerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ResetBreaker(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ResetBreaker_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ResetBreaker(ctx, req.(*ResetBreakerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_TripBreaker_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TripBreakerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).TripBreaker(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_TripBreaker_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).TripBreaker(ctx, req.(*TripBreakerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListVirtualModels_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListVirtualModelsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListVirtualModels(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListVirtualModels_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListVirtualModels(ctx, req.(*ListVirtualModelsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_GetVirtualModel_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetVirtualModelRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetVirtualModel(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetVirtualModel_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetVirtualModel(ctx, req.(*GetVirtualModelRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_UpsertVirtualModel_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpsertVirtualModelRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).UpsertVirtualModel(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_UpsertVirtualModel_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).UpsertVirtualModel(ctx, req.(*UpsertVirtualModelRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_DeleteVirtualModel_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteVirtualModelRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DeleteVirtualModel(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DeleteVirtualModel_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DeleteVirtualModel(ctx, req.(*DeleteVirtualModelRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListProviders_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListProvidersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListProviders(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListProviders_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListProviders(ctx, req.(*ListProvidersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var AdminService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "switchyard.admin.v1.AdminService",
 	HandlerType: (*AdminServiceServer)(nil),
-	Methods:     []grpc.MethodDesc{},
-	Streams:     []grpc.StreamDesc{},
-	Metadata:    "switchyard/admin/v1/admin.proto",
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "ListBreakers",
+			Handler:    _AdminService_ListBreakers_Handler,
+		},
+		{
+			MethodName: "ResetBreaker",
+			Handler:    _AdminService_ResetBreaker_Handler,
+		},
+		{
+			MethodName: "TripBreaker",
+			Handler:    _AdminService_TripBreaker_Handler,
+		},
+		{
+			MethodName: "ListVirtualModels",
+			Handler:    _AdminService_ListVirtualModels_Handler,
+		},
+		{
+			MethodName: "GetVirtualModel",
+			Handler:    _AdminService_GetVirtualModel_Handler,
+		},
+		{
+			MethodName: "UpsertVirtualModel",
+			Handler:    _AdminService_UpsertVirtualModel_Handler,
+		},
+		{
+			MethodName: "DeleteVirtualModel",
+			Handler:    _AdminService_DeleteVirtualModel_Handler,
+		},
+		{
+			MethodName: "ListProviders",
+			Handler:    _AdminService_ListProviders_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "switchyard/admin/v1/admin.proto",
 }
