@@ -113,16 +113,16 @@ func TestExpansion(t *testing.T) {
 func TestErrorsNameTheKeyPath(t *testing.T) {
 	t.Parallel()
 	cases := map[string]string{
-		"server:\n  http_adr: x\n":                                            "server.http_adr",
-		"providers:\n  a:\n    type: openai\n    modles: [x]\n":               "providers.a.modles",
-		"providers:\n  a:\n    type: nope\n":                                  "providers.a.type: unknown type",
-		"resilience:\n  retry:\n    initial_backoff: soon\n":                  "resilience.retry.initial_backoff",
-		"resilience:\n  retry:\n    retry_on_statuses: [429, 6xx]\n":          "resilience.retry.retry_on_statuses",
-		"resilience:\n  circuit_breaker:\n    scope: region\n":                "resilience.circuit_breaker.scope",
-		"virtual_models:\n  - source: v\n    targets: []\n":                   "virtual_models[0].targets",
-		"virtual_models:\n  - source: v\n    targets:\n      - model: no/m\n": "unknown provider \"no\"",
-		"providers:\n  p:\n    type: simulator\nvirtual_models:\n  - source: p/a\n    targets: [{model: p/b}]\n  - source: p/b\n    targets: [{model: p/a}]\n": "chains cannot loop",
-		"virtual_models:\n  - source: v\n    failover: {enabld: true}\n    targets: [{model: simulator/x}]\n":                                                  "virtual_models[0].failover.enabld",
+		"server:\n  http_adr: x\n":                                                                            "server.http_adr",
+		"providers:\n  a:\n    type: openai\n    modles: [x]\n":                                               "providers.a.modles",
+		"providers:\n  a:\n    type: nope\n":                                                                  "providers.a.type: unknown type",
+		"resilience:\n  retry:\n    initial_backoff: soon\n":                                                  "resilience.retry.initial_backoff",
+		"resilience:\n  retry:\n    retry_on_statuses: [429, 6xx]\n":                                          "resilience.retry.retry_on_statuses",
+		"resilience:\n  circuit_breaker:\n    scope: region\n":                                                "resilience.circuit_breaker.scope",
+		"virtual_models:\n  - source: v\n    targets: []\n":                                                   "virtual_models[0].targets",
+		"virtual_models:\n  - source: v\n    targets:\n      - model: no/m\n":                                 "unknown provider \"no\"",
+		"virtual_models:\n  - source: v\n    targets: [{model: other-virtual}]\n":                             "must be provider/model",
+		"virtual_models:\n  - source: v\n    failover: {enabld: true}\n    targets: [{model: simulator/x}]\n": "virtual_models[0].failover.enabld",
 	}
 	for text, want := range cases {
 		_, err := config.Load(writeFile(t, text), envOf(nil))

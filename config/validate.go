@@ -135,10 +135,6 @@ func validateFailover(path string, f *Failover, add addFunc) {
 }
 
 func validateVirtualModels(c *Config, add addFunc) {
-	all := map[string]bool{}
-	for _, vm := range c.VirtualModels {
-		all[vm.Source] = true
-	}
 	sources := map[string]bool{}
 	for i, vm := range c.VirtualModels {
 		path := fmt.Sprintf("virtual_models[%d]", i)
@@ -159,9 +155,7 @@ func validateVirtualModels(c *Config, add addFunc) {
 		for j, t := range vm.Targets {
 			tp := fmt.Sprintf("%s.targets[%d]", path, j)
 			prov, _, ok := strings.Cut(t.Model, "/")
-			if t.Model != vm.Source && all[t.Model] {
-				add(tp+".model", "%q is another virtual model; targets must name provider models, so chains cannot loop", t.Model)
-			} else if !ok {
+			if !ok {
 				add(tp+".model", "%q must be provider/model", t.Model)
 			} else if _, known := c.Providers[prov]; !known {
 				add(tp+".model", "unknown provider %q", prov)

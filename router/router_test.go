@@ -275,7 +275,7 @@ func TestInvalidVirtualModels(t *testing.T) {
 		"needs at least one target":             {{Source: "x"}},
 		"unknown provider":                      {chainVM("x", StrategyFailover, "zz/m1")},
 		"must be provider/model":                {chainVM("x", StrategyFailover, "m1")},
-		"chains cannot loop":                    {chainVM("x", StrategyFailover, "a/y"), chainVM("a/y", StrategyFailover, "x/m")},
+		"names unknown provider":                {chainVM("a/y", StrategyFailover, "x/m")},
 		"defined twice":                         {chainVM("x", StrategyFailover, "a/m1"), chainVM("x", StrategyFailover, "b/m1")},
 		"unknown strategy":                      {chainVM("x", "random", "a/m1")},
 		"needs a target with a positive weight": {{Source: "x", Strategy: StrategyWeighted, Targets: []VirtualTarget{{Model: "a/m1"}}}},
@@ -307,6 +307,15 @@ func TestPhrases(t *testing.T) {
 	for _, tc := range cases {
 		require.Equal(t, tc.match, ParsePhrase(tc.phrase).matches(tc.status, tc.text), "%s / %d %s", tc.phrase, tc.status, tc.text)
 	}
+}
+
+func TestTargetsResolveDirectlySoChainsCannotLoop(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, chainVM("a/m1", StrategyFailover, "b/m1"), chainVM("b/m1", StrategyFailover, "a/m1"))
+	route, err := f.chat("a/m1")
+	require.NoError(t, err)
+	require.Equal(t, "b/m1", route.String(), "the target is the provider model, not the virtual model shadowing it")
+	require.Equal(t, []string{"b/m1"}, f.calls)
 }
 
 func TestStreamFailsOverBeforeFirstEvent(t *testing.T) {

@@ -63,10 +63,10 @@ func (e *InvalidError) Error() string { return e.Reason }
 // Is matches ErrInvalidVirtualModel.
 func (e *InvalidError) Is(target error) bool { return target == ErrInvalidVirtualModel }
 
-// compile checks vm against the known providers and the other virtual models'
-// sources, and builds its chain. Targets always name provider models directly, so a
-// chain never passes through another virtual model and cannot loop.
-func compile(vm VirtualModel, providers map[string]Target, sources map[string]bool) (*chain, error) {
+// compile checks vm against the known providers and builds its chain. Targets
+// always name provider models and are resolved directly, never through another
+// virtual model (even one that shadows the target's name), so chains cannot loop.
+func compile(vm VirtualModel, providers map[string]Target) (*chain, error) {
 	bad := func(format string, args ...any) (*chain, error) {
 		return nil, &InvalidError{Reason: fmt.Sprintf("virtual model %q: ", vm.Source) + fmt.Sprintf(format, args...)}
 	}
@@ -85,9 +85,6 @@ func compile(vm VirtualModel, providers map[string]Target, sources map[string]bo
 	}
 	c := &chain{vm: vm}
 	for i, t := range vm.Targets {
-		if t.Model != vm.Source && sources[t.Model] {
-			return bad("target %d (%s) is another virtual model; targets must name provider models, so chains cannot loop", i, t.Model)
-		}
 		prov, local, ok := strings.Cut(t.Model, "/")
 		if !ok || local == "" {
 			return bad("target %d (%s) must be provider/model", i, t.Model)
@@ -159,7 +156,7 @@ func buildTable(vms []VirtualModel, providers map[string]Target) (virtualTable, 
 	}
 	t := virtualTable{}
 	for _, vm := range vms {
-		c, err := compile(vm, providers, sources)
+		c, err := compile(vm, providers)
 		if err != nil {
 			errs = append(errs, err)
 			continue
