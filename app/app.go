@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/providers"
 	"github.com/switchyard/switchyard/providers/openai"
 	"github.com/switchyard/switchyard/providers/simulator"
@@ -43,11 +44,13 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 	if err := checkExposure(cfg, log); err != nil {
 		return nil, err
 	}
-	targets, err := buildTargets(cfg, log)
+	m := metrics.New()
+	targets, err := buildTargets(cfg, log, m)
 	if err != nil {
 		return nil, err
 	}
 	rt := router.New(log, targets)
+	rt.SetObserver(m)
 	vms := make([]router.VirtualModel, 0, len(cfg.VirtualModels))
 	for _, vm := range cfg.VirtualModels {
 		vms = append(vms, router.FromConfig(cfg.Failover, vm, true))
@@ -73,8 +76,8 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 	srv, err := server.New(server.Config{
 		Log: log, Router: rt, MaxBodyBytes: cfg.Server.MaxBodyBytes, DrainTimeout: cfg.Server.DrainTimeout,
 		WriteTimeout: cfg.Server.StreamIdleTimeout, Failover: cfg.Failover, Providers: infos,
-		PersistVirtualModels: st.Save,
-		Keys:                 server.Keys{Master: string(cfg.Server.MasterKey), Admin: string(cfg.Server.AdminKey)},
+		PersistVirtualModels: st.Save, Metrics: m,
+		Keys: server.Keys{Master: string(cfg.Server.MasterKey), Admin: string(cfg.Server.AdminKey)},
 	})
 	if err != nil {
 		return nil, err
@@ -122,7 +125,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 	return a.stopErr
 }
 
-func buildTargets(cfg *config.Config, log *slog.Logger) ([]router.Target, error) {
+func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) ([]router.Target, error) {
 	names := make([]string, 0, len(cfg.Providers))
 	for name := range cfg.Providers {
 		names = append(names, name)
@@ -152,7 +155,7 @@ func buildTargets(cfg *config.Config, log *slog.Logger) ([]router.Target, error)
 		retry, breaker := config.ResolveResilience(cfg.Resilience, p.Resilience)
 		percent, minConc := config.ResolveBudget(cfg.Resilience, p.Resilience)
 		guard := resilience.NewGuard(resilience.GuardConfig{Provider: name, Retry: retry, Breaker: breaker,
-			Budget: resilience.NewBudget(percent, minConc)})
+			Budget: resilience.NewBudget(percent, minConc), Observer: m})
 		log.Info("provider configured", "provider", name, "type", p.Type, "base_url", p.BaseURL,
 			"configured_models", len(p.Models), "max_retries", retry.MaxRetries, "breaker", breaker.Active(),
 			"breaker_scope", string(breaker.Scope))

@@ -28,6 +28,9 @@ type Error struct {
 	Transport bool
 	// Timeout is set when a local timeout ended the attempt.
 	Timeout bool
+	// Kind names a failure hidden behind a success, for metrics and logs:
+	// KindHiddenError, KindNoChoices, KindEmptyStream, KindUnreadable; empty otherwise.
+	Kind string
 	// Err is the underlying cause, if any.
 	Err error
 }
@@ -61,10 +64,30 @@ func (e *Error) LocalTimeout() bool { return e.Timeout }
 // RetryDelay is the wait the upstream asked for.
 func (e *Error) RetryDelay() time.Duration { return e.RetryAfter }
 
+// Kinds of failures hidden behind a success.
+const (
+	KindHiddenError = "hidden_error"
+	KindNoChoices   = "no_choices"
+	KindEmptyStream = "empty_stream"
+	KindUnreadable  = "unreadable"
+)
+
+// Kinds of incomplete streams.
+const (
+	StreamStalled        = "stalled"
+	StreamClosedEarly    = "closed_early"
+	StreamMalformedChunk = "malformed_chunk"
+	StreamErrorEvent     = "error_event"
+	StreamReadError      = "read_error"
+	StreamNoFinishReason = "no_finish_reason"
+)
+
 // StreamError is a failure after a stream started; Err wraps ErrStreamIncomplete.
 type StreamError struct {
 	// Provider is the configured provider name.
 	Provider string
+	// Kind is one of the Stream* kinds.
+	Kind string
 	// Reason says why the stream is incomplete.
 	Reason string
 }

@@ -49,6 +49,9 @@ func (s State) String() string {
 type Breaker struct {
 	settings BreakerSettings
 	clock    Clock
+	// provider and model name the breaker to its observer (model empty: provider scope).
+	provider, model string
+	obs             Observer
 
 	mu        sync.Mutex
 	state     State
@@ -63,7 +66,15 @@ type Breaker struct {
 
 // NewBreaker returns a closed breaker.
 func NewBreaker(s BreakerSettings, clock Clock) *Breaker {
-	return &Breaker{settings: s, clock: clock, lastUsed: clock.Now()}
+	return &Breaker{settings: s, clock: clock, lastUsed: clock.Now(), obs: NopObserver{}}
+}
+
+// setState changes state and tells the observer; callers hold mu.
+func (b *Breaker) setState(to State) {
+	if from := b.state; from != to {
+		b.state = to
+		b.obs.BreakerTransition(b.provider, b.model, from, to)
+	}
 }
 
 // permit is what Allow hands out; Done must be called with it exactly once.
@@ -88,7 +99,8 @@ func (b *Breaker) allow() (permit, time.Duration, bool) {
 		if wait := b.openedAt.Add(b.openFor).Sub(now); wait > 0 {
 			return permit{}, wait, false
 		}
-		b.state, b.successes = HalfOpen, 0
+		b.setState(HalfOpen)
+		b.successes = 0
 		fallthrough
 	case HalfOpen:
 		if b.probing {
@@ -138,7 +150,8 @@ func (b *Breaker) done(p permit, k kind, o Outcome, elapsed time.Duration) {
 		case p.probe && b.state == HalfOpen:
 			b.successes++
 			if b.successes >= b.settings.SuccessThreshold {
-				b.state, b.failures, b.successes = Closed, 0, 0
+				b.setState(Closed)
+				b.failures, b.successes = 0, 0
 			}
 		case b.state == Closed:
 			b.failures = 0
@@ -175,7 +188,8 @@ func (b *Breaker) verdict(k kind, o Outcome, elapsed time.Duration) verdict {
 }
 
 func (b *Breaker) trip(now time.Time, d time.Duration) {
-	b.state, b.openedAt, b.openFor, b.failures, b.successes = Open, now, d, 0, 0
+	b.setState(Open)
+	b.openedAt, b.openFor, b.failures, b.successes = now, d, 0, 0
 }
 
 // Snapshot is a breaker's state as the admin API shows it.
@@ -205,7 +219,8 @@ func (b *Breaker) Snapshot() Snapshot {
 func (b *Breaker) Reset() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.state, b.failures, b.successes = Closed, 0, 0
+	b.setState(Closed)
+	b.failures, b.successes = 0, 0
 }
 
 // Trip forces the breaker open for d (0: the configured timeout).

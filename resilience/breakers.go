@@ -36,6 +36,7 @@ type Breakers struct {
 	settings BreakerSettings
 	clock    Clock
 	limit    int
+	obs      Observer
 
 	shared *Breaker // provider scope, and calls without a model
 
@@ -44,9 +45,20 @@ type Breakers struct {
 }
 
 // NewBreakers returns the breakers of one provider.
-func NewBreakers(provider string, s BreakerSettings, clock Clock) *Breakers {
-	return &Breakers{provider: provider, settings: s, clock: clock, limit: MaxModelBreakers,
-		shared: NewBreaker(s, clock), models: map[string]*Breaker{}}
+func NewBreakers(provider string, s BreakerSettings, clock Clock, obs Observer) *Breakers {
+	if obs == nil {
+		obs = NopObserver{}
+	}
+	bs := &Breakers{provider: provider, settings: s, clock: clock, limit: MaxModelBreakers, obs: obs,
+		models: map[string]*Breaker{}}
+	bs.shared = bs.newBreaker("")
+	return bs
+}
+
+func (bs *Breakers) newBreaker(model string) *Breaker {
+	b := NewBreaker(bs.settings, bs.clock)
+	b.provider, b.model, b.obs = bs.provider, model, bs.obs
+	return b
 }
 
 // For returns the breaker guarding model (the provider's own with provider scope).
@@ -77,7 +89,7 @@ func (bs *Breakers) For(model string) (*Breaker, error) {
 		}
 		delete(bs.models, oldest)
 	}
-	b := NewBreaker(bs.settings, bs.clock)
+	b := bs.newBreaker(model)
 	bs.models[model] = b
 	return b, nil
 }

@@ -7,6 +7,7 @@ import (
 
 // Guard runs one provider's upstream calls through its breakers and retry policy.
 type Guard struct {
+	obs      Observer
 	provider string
 	retry    RetrySettings
 	breakers *Breakers
@@ -24,6 +25,8 @@ type GuardConfig struct {
 	Budget *Budget
 	Clock  Clock
 	Rand   func() float64
+	// Observer hears attempts, retries and breaker transitions; nil hears nothing.
+	Observer Observer
 }
 
 // NewGuard returns a Guard.
@@ -34,8 +37,11 @@ func NewGuard(c GuardConfig) *Guard {
 	if c.Rand == nil {
 		c.Rand = rand.Float64
 	}
-	return &Guard{provider: c.Provider, retry: c.Retry, breakers: NewBreakers(c.Provider, c.Breaker, c.Clock),
-		budget: c.Budget, clock: c.Clock, rand: c.Rand}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
+	return &Guard{provider: c.Provider, retry: c.Retry, breakers: NewBreakers(c.Provider, c.Breaker, c.Clock, c.Observer),
+		budget: c.Budget, clock: c.Clock, rand: c.Rand, obs: c.Observer}
 }
 
 // Breakers exposes the provider's breakers (for the admin API).
@@ -60,7 +66,15 @@ func (g *Guard) Call(ctx context.Context, model string, stream bool, call func(c
 		maxRetries = 0 // a probe is one HTTP attempt; a sent stream is never re-sent
 	}
 	g.budget.enter()
-	_, err = runRetries(ctx, g.retry, maxRetries, g.clock, g.rand, g.budget, call)
+	_, err = runRetries(ctx, g.retry, maxRetries, g.clock, g.rand, g.budget, func(ctx context.Context, attempt int) error {
+		if attempt > 0 {
+			g.obs.Retry(g.provider, model)
+		}
+		err := call(ctx, attempt)
+		k, o := classify(err)
+		g.obs.Attempt(g.provider, model, outcome(g.retry, k, o))
+		return err
+	})
 	g.budget.leave()
 	elapsed := g.clock.Now().Sub(p.start)
 	k, o := classify(err)

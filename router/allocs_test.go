@@ -12,7 +12,7 @@ func BenchmarkWalkVirtualModel(b *testing.B) {
 	b.ReportAllocs()
 	f := newFixture(&testing.T{}, chainVM("chat", StrategyRoundRobin, "a/m1", "b/m1", "a/m2"))
 	body := &pb.ChatCompletionRequest{Model: "chat"}
-	try := func(context.Context, Target, *providers.Request) error { return nil }
+	try := func(context.Context, Route, Target, *providers.Request) error { return nil }
 	for b.Loop() {
 		_, _ = f.r.walk(context.Background(), body, Call{}, try)
 	}
@@ -22,7 +22,7 @@ func BenchmarkWalkVirtualModel(b *testing.B) {
 // a target allocates only the per-attempt request, never per target.
 func TestResolutionAllocationCeiling(t *testing.T) {
 	f := newFixture(t, chainVM("chat", StrategyRoundRobin, "a/m1", "b/m1", "a/m2"))
-	try := func(context.Context, Target, *providers.Request) error { return nil }
+	try := func(context.Context, Route, Target, *providers.Request) error { return nil }
 	for _, model := range []string{"chat", "a/m1", "m2"} {
 		body := &pb.ChatCompletionRequest{Model: model}
 		run := func() { _, _ = f.r.walk(context.Background(), body, Call{}, try) }

@@ -21,6 +21,10 @@ type Call struct {
 	IdempotencyKey string
 	// RequestID is forwarded upstream as X-Request-Id.
 	RequestID string
+	// Trace, when set, collects attempts and failovers for the request's log line.
+	Trace *Trace
+	// IncludeUsage asks streaming upstreams for usage even if the client did not.
+	IncludeUsage bool
 }
 
 // Router resolves models (virtual models first, then provider models) and runs each
@@ -32,6 +36,7 @@ type Router struct {
 	health  map[string]*providerHealth
 	virtual atomic.Pointer[virtualState]
 	adminMu sync.Mutex
+	obs     Observer
 }
 
 type virtualState struct {
@@ -41,7 +46,7 @@ type virtualState struct {
 
 // New returns a Router over targets. Call Discover before serving.
 func New(log *slog.Logger, targets []Target) *Router {
-	r := &Router{log: log, reg: newRegistry(targets), targets: map[string]Target{}, health: map[string]*providerHealth{}}
+	r := &Router{log: log, reg: newRegistry(targets), targets: map[string]Target{}, health: map[string]*providerHealth{}, obs: nopObserver{}}
 	for _, t := range targets {
 		if t.Guard == nil {
 			t.Guard = resilience.NewGuard(resilience.GuardConfig{Provider: t.Provider.Name(),
@@ -97,6 +102,16 @@ func (r *Router) Providers() []ProviderStatus { return r.reg.status() }
 // Resolve maps a provider model name to its route (virtual models aside).
 func (r *Router) Resolve(model string) (Route, error) { return r.reg.resolve(model) }
 
+// Known reports whether model is a listed provider model or a virtual model
+// (lock-free; used to bound metric labels).
+func (r *Router) Known(model string) bool {
+	if _, ok := r.reg.snap.Load().bare[model]; ok {
+		return true
+	}
+	_, ok := r.virtual.Load().table[model]
+	return ok
+}
+
 // Models lists every routable model: provider models, then virtual models.
 func (r *Router) Models() []Model {
 	out := r.reg.list()
@@ -107,7 +122,7 @@ func (r *Router) Models() []Model {
 }
 
 // attempt calls one target; it is handed a request built for that target.
-type attempt func(ctx context.Context, t Target, req *providers.Request) error
+type attempt func(ctx context.Context, route Route, t Target, req *providers.Request) error
 
 // walk runs try on the target(s) serving model and says which route answered (or
 // failed last).
@@ -119,8 +134,9 @@ func (r *Router) walk(ctx context.Context, body *pb.ChatCompletionRequest, call 
 		if err != nil {
 			return Route{}, err
 		}
-		req := &providers.Request{Body: body, Model: route.Model, IdempotencyKey: call.IdempotencyKey, RequestID: call.RequestID}
-		err = try(ctx, r.targets[route.Provider], req)
+		req := &providers.Request{Body: body, Model: route.Model, IdempotencyKey: call.IdempotencyKey, RequestID: call.RequestID,
+			IncludeUsage: call.IncludeUsage}
+		err = try(ctx, route, r.targets[route.Provider], req)
 		r.record(route, err)
 		return route, err
 	}
@@ -133,11 +149,11 @@ func (r *Router) walk(ctx context.Context, body *pb.ChatCompletionRequest, call 
 		if i > 0 && c.vm.Failover.MaxAttempts > 0 && backups >= c.vm.Failover.MaxAttempts {
 			break
 		}
-		req := &providers.Request{Body: body, Model: route.Model, RequestID: call.RequestID}
+		req := &providers.Request{Body: body, Model: route.Model, RequestID: call.RequestID, IncludeUsage: call.IncludeUsage}
 		if i == 0 {
 			req.IdempotencyKey = call.IdempotencyKey
 		}
-		err := try(ctx, r.targets[route.Provider], req)
+		err := try(ctx, route, r.targets[route.Provider], req)
 		r.record(route, err)
 		if err == nil {
 			return route, nil
@@ -153,9 +169,15 @@ func (r *Router) walk(ctx context.Context, body *pb.ChatCompletionRequest, call 
 		if i > 0 && !skipped {
 			backups++
 		}
-		if i+1 < len(c.routes) {
-			r.log.Warn("failing over", "virtual_model", model, "from", route.String(),
-				"to", c.at(first, i+1).String(), "reason", err.Error(), "skipped", skipped, "request_id", call.RequestID)
+		if i+1 < len(c.routes) && !(c.vm.Failover.MaxAttempts > 0 && backups >= c.vm.Failover.MaxAttempts) {
+			next := c.at(first, i+1).String()
+			reason := failoverReason(err, skipped)
+			r.obs.Failover(route.String(), next, reason)
+			if call.Trace != nil {
+				call.Trace.Failovers++
+			}
+			r.log.Warn("failing over", "virtual_model", model, "from", route.String(), "to", next,
+				"reason", reason, "error", err.Error(), "request_id", call.RequestID)
 		}
 	}
 	return last, lastErr
@@ -173,10 +195,11 @@ func (r *Router) record(route Route, err error) {
 // Chat runs a non-stream chat completion and says which route answered.
 func (r *Router) Chat(ctx context.Context, body *pb.ChatCompletionRequest, call Call) (*pb.ChatCompletion, Route, error) {
 	var resp *pb.ChatCompletion
-	route, err := r.walk(ctx, body, call, func(ctx context.Context, t Target, req *providers.Request) error {
-		return t.Guard.Call(ctx, req.Model, false, func(ctx context.Context, _ int) error {
+	route, err := r.walk(ctx, body, call, func(ctx context.Context, route Route, t Target, req *providers.Request) error {
+		return t.Guard.Call(ctx, req.Model, false, func(ctx context.Context, n int) error {
 			var err error
 			resp, err = t.Provider.Chat(ctx, req)
+			r.attemptDone(route, n, err, call)
 			return err
 		})
 	})
@@ -187,10 +210,11 @@ func (r *Router) Chat(ctx context.Context, body *pb.ChatCompletionRequest, call 
 // so that failures before it fail over.
 func (r *Router) Stream(ctx context.Context, body *pb.ChatCompletionRequest, call Call) (providers.Stream, Route, error) {
 	var s providers.Stream
-	route, err := r.walk(ctx, body, call, func(ctx context.Context, t Target, req *providers.Request) error {
-		return t.Guard.Call(ctx, req.Model, true, func(ctx context.Context, _ int) error {
+	route, err := r.walk(ctx, body, call, func(ctx context.Context, route Route, t Target, req *providers.Request) error {
+		return t.Guard.Call(ctx, req.Model, true, func(ctx context.Context, n int) error {
 			var err error
 			s, err = t.Provider.Stream(ctx, req)
+			r.attemptDone(route, n, err, call)
 			return err
 		})
 	})

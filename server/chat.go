@@ -6,11 +6,13 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/providers"
 	"github.com/switchyard/switchyard/router"
 )
@@ -18,8 +20,9 @@ import (
 // chatService serves switchyard.v1.ChatService and ModelService.
 type chatService struct {
 	pb.UnimplementedChatServiceServer
-	log    *slog.Logger
-	router *router.Router
+	log     *slog.Logger
+	router  *router.Router
+	metrics *metrics.Metrics
 }
 
 // validate checks what every chat request needs before any upstream is called.
@@ -61,25 +64,42 @@ func validIdempotencyKey(k string) string {
 }
 
 func (s *chatService) CreateChatCompletion(ctx context.Context, req *pb.ChatCompletionRequest) (*pb.ChatCompletion, error) {
+	rep := reportOf(ctx)
+	rep.model = req.GetModel()
 	if err := validate(req); err != nil {
 		return nil, err
 	}
-	resp, route, err := s.router.Chat(ctx, req, callOf(ctx))
+	call := callOf(ctx)
+	call.Trace = &rep.trace
+	resp, route, err := s.router.Chat(ctx, req, call)
+	rep.target = route
 	if route.Provider != "" {
 		_ = grpc.SetHeader(ctx, metadata.Pairs(mdTarget, route.String()))
 	}
 	if err != nil {
 		return nil, toStatus(s.log, err)
 	}
+	if u := resp.GetUsage(); u != nil {
+		rep.tokensIn, rep.tokensOut = int(u.GetPromptTokens()), int(u.GetCompletionTokens())
+	}
 	return resp, nil
 }
 
+// StreamChatCompletion relays the upstream's chunks. Switchyard always asks the
+// upstream for usage (to count tokens) but passes the usage on only to clients
+// that asked for it.
 func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out grpc.ServerStreamingServer[pb.ChatCompletionChunk]) error {
+	ctx := out.Context()
+	rep := reportOf(ctx)
+	rep.model, rep.stream = req.GetModel(), true
 	if err := validate(req); err != nil {
 		return err
 	}
-	ctx := out.Context()
-	st, route, err := s.router.Stream(ctx, req, callOf(ctx))
+	call := callOf(ctx)
+	call.Trace, call.IncludeUsage = &rep.trace, true
+	wantsUsage := req.GetStreamOptions().GetIncludeUsage()
+	st, route, err := s.router.Stream(ctx, req, call)
+	rep.target = route
 	if err != nil {
 		return toStatus(s.log, err)
 	}
@@ -87,14 +107,28 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 	_ = out.SetHeader(metadata.Pairs(mdTarget, route.String()))
 	hint := burstHintFrom(ctx)
 	pender, _ := st.(providers.Pender)
+	first := true
 	for {
 		chunk, err := st.Recv()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			s.log.Warn("stream ended early", "target", route.String(), "error", err.Error(), "request_id", requestID(ctx))
+			s.incomplete(ctx, route, err)
 			return toStatus(s.log, err)
+		}
+		if u := chunk.GetUsage(); u != nil {
+			rep.tokensIn, rep.tokensOut = int(u.GetPromptTokens()), int(u.GetCompletionTokens())
+			if !wantsUsage {
+				if len(chunk.GetChoices()) == 0 {
+					continue // the usage chunk the client did not ask for
+				}
+				chunk.Usage = nil
+			}
+		}
+		if first {
+			first = false
+			s.metrics.TimeToFirstToken(route.Provider, route.Model, time.Since(rep.start))
 		}
 		if hint != nil && pender != nil {
 			hint.more = pender.Pending()
@@ -103,6 +137,23 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 			return err
 		}
 	}
+}
+
+// incomplete counts and logs a stream that stopped before its final event.
+func (s *chatService) incomplete(ctx context.Context, route router.Route, err error) {
+	reason := "cancelled"
+	var se *providers.StreamError
+	switch {
+	case errors.As(err, &se):
+		reason = se.Kind
+	case context.Cause(ctx) == errDraining:
+		reason = "draining"
+	}
+	if reason != "cancelled" {
+		s.metrics.Incomplete(route.Provider, reason)
+	}
+	s.log.Warn("stream ended before its final event", "target", route.String(), "reason", reason,
+		"error", err.Error(), "request_id", requestID(ctx))
 }
 
 // modelService serves switchyard.v1.ModelService.

@@ -29,7 +29,7 @@ func incomingContext(r *http.Request) context.Context {
 			md[key] = v
 		}
 	}
-	return metadata.NewIncomingContext(r.Context(), md)
+	return withSurface(metadata.NewIncomingContext(r.Context(), md), surfaceREST)
 }
 
 // headerSink is the grpc.ServerTransportStream of an in-process call: it collects the

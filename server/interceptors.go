@@ -9,12 +9,13 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/switchyard/switchyard/metrics"
 )
 
 // Metadata keys Switchyard reads and writes (REST headers map onto them).
@@ -28,26 +29,30 @@ const (
 // interceptors builds the chain every call passes, gRPC and REST alike, in a fixed
 // order: recovery → request id → logging → auth → handler. The gRPC server installs
 // it, and the REST surface runs the very same functions for its in-process calls.
-func interceptors(log *slog.Logger, keys Keys) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+func interceptors(log *slog.Logger, m *metrics.Metrics, keys Keys) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
 	auth := authorizer{keys: keys}
 	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
 		defer recoverInto(log, info.FullMethod, &err)
 		ctx = withRequestID(ctx)
-		start := time.Now()
+		ctx, rep := newReport(ctx)
+		m.InFlight(rep.surface, 1)
+		defer m.InFlight(rep.surface, -1)
 		if ctx, err = auth.check(ctx, info.FullMethod); err == nil {
 			resp, err = h(ctx, req)
 		}
-		logCall(ctx, log, info.FullMethod, start, err)
+		rep.finish(ctx, log, m, info.FullMethod, err)
 		return resp, err
 	}
 	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
 		defer recoverInto(log, info.FullMethod, &err)
 		ctx := withRequestID(ss.Context())
-		start := time.Now()
+		ctx, rep := newReport(ctx)
+		m.InFlight(rep.surface, 1)
+		defer m.InFlight(rep.surface, -1)
 		if ctx, err = auth.check(ctx, info.FullMethod); err == nil {
 			err = h(srv, &ctxStream{ServerStream: ss, ctx: ctx})
 		}
-		logCall(ctx, log, info.FullMethod, start, err)
+		rep.finish(ctx, log, m, info.FullMethod, err)
 		return err
 	}
 	return unary, stream
@@ -93,20 +98,6 @@ func firstMD(ctx context.Context, key string) string {
 		return v[0]
 	}
 	return ""
-}
-
-func logCall(ctx context.Context, log *slog.Logger, method string, start time.Time, err error) {
-	code := status.Code(err)
-	level := slog.LevelInfo
-	if code != codes.OK && code != codes.Canceled {
-		level = slog.LevelWarn
-	}
-	attrs := []slog.Attr{slog.String("method", method), slog.String("code", code.String()),
-		slog.Duration("latency", time.Since(start)), slog.String("request_id", requestID(ctx))}
-	if err != nil {
-		attrs = append(attrs, slog.String("error", status.Convert(err).Message()))
-	}
-	log.LogAttrs(ctx, level, "call", attrs...)
 }
 
 // Keys are the bearer tokens calls must carry. An empty key means no check.

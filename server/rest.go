@@ -13,6 +13,7 @@ import (
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	adminpb "github.com/switchyard/switchyard/gen/switchyard/admin/v1"
@@ -23,6 +24,7 @@ import (
 // restOptions configure the REST surface.
 type restOptions struct {
 	in           inProcess
+	metrics      http.Handler
 	drain        *drainer
 	writeTimeout time.Duration
 	log          *slog.Logger
@@ -41,6 +43,7 @@ func newREST(ctx context.Context, conn *grpc.ClientConn, opt restOptions) (http.
 		runtime.WithIncomingHeaderMatcher(incomingHeader),
 		runtime.WithOutgoingHeaderMatcher(outgoingHeader),
 		runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
+		runtime.WithMetadata(func(context.Context, *http.Request) metadata.MD { return metadata.Pairs(mdSurface, surfaceREST) }),
 	)
 	if err := pb.RegisterModelServiceHandler(ctx, mux, conn); err != nil {
 		return nil, err
@@ -95,6 +98,9 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, http.StatusOK, `{"status":"ready","detail":`+string(appendJSONString(nil, detail))+`}`)
+		return
+	case "/metrics":
+		f.opt.metrics.ServeHTTP(w, r)
 		return
 	case "/v1/chat/completions":
 		if r.Method == http.MethodPost {

@@ -24,6 +24,7 @@ import (
 	"github.com/switchyard/switchyard/config"
 	adminpb "github.com/switchyard/switchyard/gen/switchyard/admin/v1"
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -46,6 +47,8 @@ type Config struct {
 	PersistVirtualModels func([]config.VirtualModel) error
 	// Providers describes each provider for the admin API (no secrets).
 	Providers map[string]ProviderInfo
+	// Metrics receives request metrics and serves /metrics; nil makes a private one.
+	Metrics *metrics.Metrics
 	// WriteTimeout bounds each write to a streaming client: a client that stops
 	// reading is dropped instead of pinning an upstream connection.
 	WriteTimeout time.Duration
@@ -65,9 +68,14 @@ type Server struct {
 
 // New builds the gRPC server, the in-memory REST→gRPC connection and the REST handler.
 func New(cfg Config) (*Server, error) {
-	unary, stream := interceptors(cfg.Log, cfg.Keys)
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
+	cfg.Metrics.SetKnown(cfg.Router.Known)
+	cfg.Metrics.WatchBreakers(cfg.Router.Breakers)
+	unary, stream := interceptors(cfg.Log, cfg.Metrics, cfg.Keys)
 	gs := grpc.NewServer(grpc.UnaryInterceptor(unary), grpc.StreamInterceptor(stream))
-	chat := &chatService{log: cfg.Log, router: cfg.Router}
+	chat := &chatService{log: cfg.Log, router: cfg.Router, metrics: cfg.Metrics}
 	pb.RegisterChatServiceServer(gs, chat)
 	pb.RegisterModelServiceServer(gs, &modelService{router: cfg.Router})
 	adminpb.RegisterAdminServiceServer(gs, &adminService{log: cfg.Log, router: cfg.Router, failover: cfg.Failover,
@@ -85,7 +93,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.conn = conn
-	handler, err := newREST(context.Background(), conn, restOptions{in: inProcess{unary: unary, stream: stream, chat: chat}, drain: s.drain, writeTimeout: cfg.WriteTimeout, log: cfg.Log, maxBodyBytes: cfg.MaxBodyBytes, ready: s.readiness})
+	handler, err := newREST(context.Background(), conn, restOptions{in: inProcess{unary: unary, stream: stream, chat: chat}, drain: s.drain, metrics: cfg.Metrics.Handler(), writeTimeout: cfg.WriteTimeout, log: cfg.Log, maxBodyBytes: cfg.MaxBodyBytes, ready: s.readiness})
 	if err != nil {
 		return nil, err
 	}

@@ -190,12 +190,12 @@ func (c *Client) Chat(ctx context.Context, req *providers.Request) (*pb.ChatComp
 	}
 	out := &pb.ChatCompletion{}
 	if err := openaijson.Unmarshal(body, out); err != nil {
-		return nil, &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Err: err,
+		return nil, &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Err: err, Kind: providers.KindUnreadable,
 			Message: fmt.Sprintf("provider %s returned an unreadable response: %v", c.name, err)}
 	}
 	if len(out.GetChoices()) == 0 {
 		return nil, &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Err: providers.ErrEmptyResponse,
-			Message: "provider returned no choices", Code: "empty_response"}
+			Message: "provider returned no choices", Code: "empty_response", Kind: providers.KindNoChoices}
 	}
 	normalize(out, req.Model)
 	return out, nil

@@ -81,7 +81,7 @@ func (c *Client) hiddenError(body []byte) *providers.Error {
 	if !looksLikeError(body) {
 		return nil
 	}
-	e := &providers.Error{Provider: c.name, Status: http.StatusBadGateway}
+	e := &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Kind: providers.KindHiddenError}
 	if !fillError(e, body) {
 		return nil
 	}

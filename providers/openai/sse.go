@@ -135,20 +135,20 @@ func (s *stream) readFirst() (*pb.ChatCompletionChunk, error) {
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, &providers.Error{Provider: s.c.name, Status: http.StatusBadGateway, Err: providers.ErrEmptyResponse,
-				Message: "provider returned an empty stream", Code: "empty_response"}
+				Message: "provider returned an empty stream", Code: "empty_response", Kind: providers.KindEmptyStream}
 		}
 		return nil, s.c.transportError(s.ctx, err)
 	}
 	if bytes.Equal(data, doneMarker) {
 		return nil, &providers.Error{Provider: s.c.name, Status: http.StatusBadGateway, Err: providers.ErrEmptyResponse,
-			Message: "provider returned an empty stream", Code: "empty_response"}
+			Message: "provider returned an empty stream", Code: "empty_response", Kind: providers.KindEmptyStream}
 	}
 	if e := s.c.hiddenError(data); e != nil {
 		return nil, e
 	}
 	chunk, err := s.decode(data)
 	if err != nil {
-		return nil, &providers.Error{Provider: s.c.name, Status: http.StatusBadGateway, Err: err,
+		return nil, &providers.Error{Provider: s.c.name, Status: http.StatusBadGateway, Err: err, Kind: providers.KindUnreadable,
 			Message: fmt.Sprintf("provider %s sent an unreadable stream event: %v", s.c.name, err)}
 	}
 	return chunk, nil
@@ -173,10 +173,10 @@ func (s *stream) decode(data []byte) (*pb.ChatCompletionChunk, error) {
 	return chunk, nil
 }
 
-func (s *stream) incomplete(reason string) error {
+func (s *stream) incomplete(kind, reason string) error {
 	s.done = true
 	s.Close()
-	return &providers.StreamError{Provider: s.c.name, Reason: reason}
+	return &providers.StreamError{Provider: s.c.name, Kind: kind, Reason: reason}
 }
 
 // Recv returns the next chunk, io.EOF after the final event.
@@ -198,7 +198,7 @@ func (s *stream) Recv() (*pb.ChatCompletionChunk, error) {
 	}
 	if err != nil {
 		if cause := context.Cause(s.ctx); errors.Is(cause, errIdle) {
-			return nil, s.incomplete(fmt.Sprintf("no data from the provider for %s", s.idle))
+			return nil, s.incomplete(providers.StreamStalled, fmt.Sprintf("no data from the provider for %s", s.idle))
 		}
 		if ctxErr := s.ctx.Err(); ctxErr != nil {
 			s.done = true
@@ -211,24 +211,24 @@ func (s *stream) Recv() (*pb.ChatCompletionChunk, error) {
 			return nil, io.EOF
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, s.incomplete("the connection closed before the final event")
+			return nil, s.incomplete(providers.StreamClosedEarly, "the connection closed before the final event")
 		}
-		return nil, s.incomplete(fmt.Sprintf("reading the stream failed: %v", rootCause(err)))
+		return nil, s.incomplete(providers.StreamReadError, fmt.Sprintf("reading the stream failed: %v", rootCause(err)))
 	}
 	if bytes.Equal(data, doneMarker) {
 		if !s.finished {
-			return nil, s.incomplete("the stream ended without a finish_reason")
+			return nil, s.incomplete(providers.StreamNoFinishReason, "the stream ended without a finish_reason")
 		}
 		s.done = true
 		s.Close()
 		return nil, io.EOF
 	}
 	if e := s.c.hiddenError(data); e != nil {
-		return nil, s.incomplete(fmt.Sprintf("the provider sent an error mid-stream: %s", e.Message))
+		return nil, s.incomplete(providers.StreamErrorEvent, fmt.Sprintf("the provider sent an error mid-stream: %s", e.Message))
 	}
 	chunk, err := s.decode(data)
 	if err != nil {
-		return nil, s.incomplete(fmt.Sprintf("malformed chunk: %v", err))
+		return nil, s.incomplete(providers.StreamMalformedChunk, fmt.Sprintf("malformed chunk: %v", err))
 	}
 	return chunk, nil
 }

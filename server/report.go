@@ -1,0 +1,99 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/switchyard/switchyard/metrics"
+	"github.com/switchyard/switchyard/router"
+)
+
+// Surfaces.
+const (
+	surfaceREST = "rest"
+	surfaceGRPC = "grpc"
+)
+
+// mdSurface marks calls grpc-gateway forwards from REST.
+const mdSurface = "switchyard-surface"
+
+type surfaceKey struct{}
+
+// withSurface marks an in-process call as coming from REST.
+func withSurface(ctx context.Context, surface string) context.Context {
+	return context.WithValue(ctx, surfaceKey{}, surface)
+}
+
+// report is what one request did; the interceptor creates it, handlers fill it,
+// and it becomes one log line and the request metrics.
+type report struct {
+	surface   string
+	start     time.Time
+	model     string       // as asked
+	target    router.Route // that answered (or failed last)
+	stream    bool
+	trace     router.Trace
+	tokensIn  int
+	tokensOut int
+}
+
+type reportKey struct{}
+
+func reportOf(ctx context.Context) *report {
+	if r, ok := ctx.Value(reportKey{}).(*report); ok {
+		return r
+	}
+	return &report{} // a handler called without the interceptor (never in production)
+}
+
+func newReport(ctx context.Context) (context.Context, *report) {
+	surface, _ := ctx.Value(surfaceKey{}).(string)
+	if surface == "" {
+		surface = surfaceGRPC
+		if firstMD(ctx, mdSurface) == surfaceREST {
+			surface = surfaceREST
+		}
+	}
+	r := &report{surface: surface, start: time.Now()}
+	return context.WithValue(ctx, reportKey{}, r), r
+}
+
+// finish logs the request's line and records its metrics.
+func (r *report) finish(ctx context.Context, log *slog.Logger, m *metrics.Metrics, method string, err error) {
+	latency := time.Since(r.start)
+	endpoint := method[strings.LastIndexByte(method, '/')+1:]
+	code := status.Code(err)
+	httpStatus := http.StatusOK
+	if err != nil {
+		httpStatus = fromStatus(status.Convert(err)).HTTPStatus
+	}
+	m.Request(r.surface, endpoint, r.target.Provider, r.target.Model, httpStatus, r.stream, latency)
+	if r.tokensIn+r.tokensOut > 0 {
+		m.Tokens(r.target.Provider, r.target.Model, r.tokensIn, r.tokensOut)
+	}
+	level := slog.LevelInfo
+	if code != codes.OK && code != codes.Canceled {
+		level = slog.LevelWarn
+	}
+	attrs := []slog.Attr{slog.String("request_id", requestID(ctx)), slog.String("surface", r.surface),
+		slog.String("method", endpoint), slog.String("code", code.String()), slog.Int("status", httpStatus),
+		slog.Duration("latency", latency)}
+	if r.model != "" {
+		attrs = append(attrs, slog.String("model", r.model), slog.Bool("stream", r.stream),
+			slog.Int("attempts", r.trace.Attempts), slog.Int("failovers", r.trace.Failovers),
+			slog.Int("prompt_tokens", r.tokensIn), slog.Int("completion_tokens", r.tokensOut))
+	}
+	if r.target.Provider != "" {
+		attrs = append(attrs, slog.String("target", r.target.String()))
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", status.Convert(err).Message()))
+	}
+	log.LogAttrs(ctx, level, "request", attrs...)
+}
