@@ -8,7 +8,7 @@ test:
 	scripts/test.sh
 
 generate:
-	eval "$$(scripts/tools.sh)" && rm -rf gen && buf generate
+	eval "$$(scripts/tools.sh)" && rm -rf gen clients/typescript/gen && buf generate && buf generate --template buf.gen.ts.yaml
 
 lint:
 	eval "$$(scripts/tools.sh)" && buf lint && go vet ./...

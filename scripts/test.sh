@@ -8,12 +8,15 @@ eval "$(scripts/tools.sh)"
 echo "== buf lint"
 buf lint
 
-echo "== gen/ matches a fresh buf generate"
+echo "== gen/ and clients/typescript/gen match a fresh buf generate"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-cp -r proto third_party buf.yaml buf.gen.yaml "$tmp/"
-(cd "$tmp" && buf generate)
+cp -r proto third_party buf.yaml buf.gen.yaml buf.gen.ts.yaml "$tmp/"
+ln -s "$PWD/node_modules" "$tmp/node_modules"
+(cd "$tmp" && buf generate && buf generate --template buf.gen.ts.yaml)
 diff -r gen "$tmp/gen" || { echo "gen/ is stale: run 'make generate' and commit the result" >&2; exit 1; }
+diff -r clients/typescript/gen "$tmp/clients/typescript/gen" ||
+  { echo "clients/typescript/gen is stale: run 'make generate' and commit the result" >&2; exit 1; }
 
 echo "== go vet"
 go vet ./...

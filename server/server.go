@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/test/bufconn"
 
@@ -74,7 +75,9 @@ func New(cfg Config) (*Server, error) {
 	cfg.Metrics.SetKnown(cfg.Router.Known)
 	cfg.Metrics.WatchBreakers(cfg.Router.Breakers)
 	unary, stream := interceptors(cfg.Log, cfg.Metrics, cfg.Keys)
-	gs := grpc.NewServer(grpc.UnaryInterceptor(unary), grpc.StreamInterceptor(stream))
+	gs := grpc.NewServer(grpc.UnaryInterceptor(unary), grpc.StreamInterceptor(stream),
+		// Clients (ours included) ping every 30s; allow it, instead of answering too_many_pings.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}))
 	chat := &chatService{log: cfg.Log, router: cfg.Router, metrics: cfg.Metrics}
 	pb.RegisterChatServiceServer(gs, chat)
 	pb.RegisterModelServiceServer(gs, &modelService{router: cfg.Router})
