@@ -45,6 +45,9 @@ type Reply struct {
 	Stall time.Duration
 	// TokenDelay separates stream events.
 	TokenDelay time.Duration
+	// Burst writes the whole stream in one write, as a fast upstream's buffered
+	// answer arrives.
+	Burst bool
 }
 
 // Request is one recorded request.
@@ -258,6 +261,14 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, events []st
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
+	if rep.Burst {
+		var b strings.Builder
+		for _, ev := range events {
+			b.WriteString("data: " + ev + "\n\n")
+		}
+		_, _ = io.WriteString(w, b.String())
+		return
+	}
 	if flusher != nil {
 		flusher.Flush()
 	}
