@@ -12,6 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/providers"
@@ -21,6 +24,7 @@ import (
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/server"
 	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/tracing"
 )
 
 // discoveryTimeout bounds model discovery at start.
@@ -39,8 +43,23 @@ type App struct {
 	stopErr  error
 }
 
+// Option configures Start.
+type Option func(*options)
+
+type options struct{ tracerProvider trace.TracerProvider }
+
+// WithTracerProvider traces requests and upstream attempts with tp (default: none).
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) { o.tracerProvider = tp }
+}
+
 // Start builds everything from cfg, binds the listeners and starts serving.
-func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, error) {
+func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*App, error) {
+	o := options{tracerProvider: tracing.Noop()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	tracer := o.tracerProvider.Tracer(tracing.Name)
 	if err := checkExposure(cfg, log); err != nil {
 		return nil, err
 	}
@@ -51,6 +70,9 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 	}
 	rt := router.New(log, targets)
 	rt.SetObserver(m)
+	if _, off := o.tracerProvider.(noop.TracerProvider); !off {
+		rt.SetTracer(tracer)
+	}
 	vms := make([]router.VirtualModel, 0, len(cfg.VirtualModels))
 	for _, vm := range cfg.VirtualModels {
 		vms = append(vms, router.FromConfig(cfg.Failover, vm, true))
@@ -76,7 +98,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 	srv, err := server.New(server.Config{
 		Log: log, Router: rt, MaxBodyBytes: cfg.Server.MaxBodyBytes, DrainTimeout: cfg.Server.DrainTimeout,
 		WriteTimeout: cfg.Server.StreamIdleTimeout, Failover: cfg.Failover, Providers: infos,
-		PersistVirtualModels: st.Save, Metrics: m,
+		PersistVirtualModels: st.Save, Metrics: m, Tracer: tracer,
 		Keys: server.Keys{Master: string(cfg.Server.MasterKey), Admin: string(cfg.Server.AdminKey)},
 	})
 	if err != nil {

@@ -35,7 +35,13 @@ type gateway struct {
 
 // yamlOption adds YAML to the generated config: provider lines go into provider
 // "up"'s block, the rest after the providers.
-type yamlOption struct{ provider, yaml string }
+type yamlOption struct {
+	provider, yaml string
+	app            []app.Option
+}
+
+// withApp passes options to app.Start.
+func withApp(opts ...app.Option) yamlOption { return yamlOption{app: opts} }
 
 // withYAML appends YAML to the generated config (more providers, top-level blocks).
 func withYAML(text string) yamlOption { return yamlOption{yaml: text} }
@@ -73,7 +79,11 @@ func startWith(t *testing.T, up *fakeupstream.Server, serverYAML string, opts ..
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	a, err := app.Start(ctx, cfg, log)
+	var appOpts []app.Option
+	for _, o := range opts {
+		appOpts = append(appOpts, o.app...)
+	}
+	a, err := app.Start(ctx, cfg, log, appOpts...)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -111,7 +111,9 @@ func (m *Metrics) Request(surface, endpoint, provider, model string, httpStatus 
 }
 
 // InFlight adds delta to the in-flight gauge.
-func (m *Metrics) InFlight(surface string, delta float64) { m.inflight.WithLabelValues(surface).Add(delta) }
+func (m *Metrics) InFlight(surface string, delta float64) {
+	m.inflight.WithLabelValues(surface).Add(delta)
+}
 
 // TimeToFirstToken records a stream's time to its first event.
 func (m *Metrics) TimeToFirstToken(provider, model string, d time.Duration) {
@@ -131,7 +133,9 @@ func (m *Metrics) Attempt(provider, model, outcome string) {
 }
 
 // Retry implements resilience.Observer.
-func (m *Metrics) Retry(provider, model string) { m.retries.WithLabelValues(provider, m.Model(model)).Inc() }
+func (m *Metrics) Retry(provider, model string) {
+	m.retries.WithLabelValues(provider, m.Model(model)).Inc()
+}
 
 // BreakerTransition implements resilience.Observer.
 func (m *Metrics) BreakerTransition(provider, model string, from, to resilience.State) {
@@ -164,7 +168,9 @@ func (c breakerCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Failover records a move to the next target.
-func (m *Metrics) Failover(from, to, reason string) { m.failovers.WithLabelValues(from, to, reason).Inc() }
+func (m *Metrics) Failover(from, to, reason string) {
+	m.failovers.WithLabelValues(from, to, reason).Inc()
+}
 
 // Empty records an empty success.
 func (m *Metrics) Empty(provider, reason string) { m.empty.WithLabelValues(provider, reason).Inc() }
@@ -175,4 +181,6 @@ func (m *Metrics) Hidden(provider string, status int) {
 }
 
 // Incomplete records a stream that stopped before its final event.
-func (m *Metrics) Incomplete(provider, reason string) { m.incomplete.WithLabelValues(provider, reason).Inc() }
+func (m *Metrics) Incomplete(provider, reason string) {
+	m.incomplete.WithLabelValues(provider, reason).Inc()
+}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/providers"
 	"github.com/switchyard/switchyard/resilience"
@@ -37,6 +39,7 @@ type Router struct {
 	virtual atomic.Pointer[virtualState]
 	adminMu sync.Mutex
 	obs     Observer
+	tracer  trace.Tracer
 }
 
 type virtualState struct {
@@ -173,6 +176,7 @@ func (r *Router) walk(ctx context.Context, body *pb.ChatCompletionRequest, call 
 			next := c.at(first, i+1).String()
 			reason := failoverReason(err, skipped)
 			r.obs.Failover(route.String(), next, reason)
+			failoverEvent(ctx, route.String(), next, reason)
 			if call.Trace != nil {
 				call.Trace.Failovers++
 			}
@@ -197,8 +201,10 @@ func (r *Router) Chat(ctx context.Context, body *pb.ChatCompletionRequest, call 
 	var resp *pb.ChatCompletion
 	route, err := r.walk(ctx, body, call, func(ctx context.Context, route Route, t Target, req *providers.Request) error {
 		return t.Guard.Call(ctx, req.Model, false, func(ctx context.Context, n int) error {
+			ctx, span := r.startAttempt(ctx, route, n, false)
 			var err error
 			resp, err = t.Provider.Chat(ctx, req)
+			endAttempt(span, resp, err)
 			r.attemptDone(route, n, err, call)
 			return err
 		})
@@ -212,8 +218,10 @@ func (r *Router) Stream(ctx context.Context, body *pb.ChatCompletionRequest, cal
 	var s providers.Stream
 	route, err := r.walk(ctx, body, call, func(ctx context.Context, route Route, t Target, req *providers.Request) error {
 		return t.Guard.Call(ctx, req.Model, true, func(ctx context.Context, n int) error {
+			ctx, span := r.startAttempt(ctx, route, n, true)
 			var err error
 			s, err = t.Provider.Stream(ctx, req)
+			endAttempt(span, nil, err) // the span covers the request up to the first event
 			r.attemptDone(route, n, err, call)
 			return err
 		})

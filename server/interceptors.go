@@ -10,12 +10,14 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/switchyard/switchyard/metrics"
+	"github.com/switchyard/switchyard/tracing"
 )
 
 // Metadata keys Switchyard reads and writes (REST headers map onto them).
@@ -29,11 +31,13 @@ const (
 // interceptors builds the chain every call passes, gRPC and REST alike, in a fixed
 // order: recovery → request id → logging → auth → handler. The gRPC server installs
 // it, and the REST surface runs the very same functions for its in-process calls.
-func interceptors(log *slog.Logger, m *metrics.Metrics, keys Keys) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+func interceptors(log *slog.Logger, m *metrics.Metrics, tracer trace.Tracer, keys Keys) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
 	auth := authorizer{keys: keys}
 	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
 		defer recoverInto(log, info.FullMethod, &err)
 		ctx = withRequestID(ctx)
+		ctx, span := startServerSpan(ctx, tracer, info.FullMethod)
+		defer span.End()
 		ctx, rep := newReport(ctx)
 		m.InFlight(rep.surface, 1)
 		defer m.InFlight(rep.surface, -1)
@@ -41,11 +45,14 @@ func interceptors(log *slog.Logger, m *metrics.Metrics, keys Keys) (grpc.UnarySe
 			resp, err = h(ctx, req)
 		}
 		rep.finish(ctx, log, m, info.FullMethod, err)
+		rep.annotate(span, err)
 		return resp, err
 	}
 	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
 		defer recoverInto(log, info.FullMethod, &err)
 		ctx := withRequestID(ss.Context())
+		ctx, span := startServerSpan(ctx, tracer, info.FullMethod)
+		defer span.End()
 		ctx, rep := newReport(ctx)
 		m.InFlight(rep.surface, 1)
 		defer m.InFlight(rep.surface, -1)
@@ -53,9 +60,18 @@ func interceptors(log *slog.Logger, m *metrics.Metrics, keys Keys) (grpc.UnarySe
 			err = h(srv, &ctxStream{ServerStream: ss, ctx: ctx})
 		}
 		rep.finish(ctx, log, m, info.FullMethod, err)
+		rep.annotate(span, err)
 		return err
 	}
 	return unary, stream
+}
+
+// startServerSpan starts the request's server span, continuing the caller's trace
+// (traceparent in gRPC metadata or the REST headers).
+func startServerSpan(ctx context.Context, tracer trace.Tracer, method string) (context.Context, trace.Span) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	ctx = tracing.Propagator.Extract(ctx, tracing.MDCarrier(md))
+	return tracer.Start(ctx, strings.TrimPrefix(method, "/"), trace.WithSpanKind(trace.SpanKindServer))
 }
 
 type ctxStream struct {

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	otelcodes "go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -33,6 +36,7 @@ func withSurface(ctx context.Context, surface string) context.Context {
 // report is what one request did; the interceptor creates it, handlers fill it,
 // and it becomes one log line and the request metrics.
 type report struct {
+	id        string // request id
 	surface   string
 	start     time.Time
 	model     string       // as asked
@@ -60,7 +64,7 @@ func newReport(ctx context.Context) (context.Context, *report) {
 			surface = surfaceREST
 		}
 	}
-	r := &report{surface: surface, start: time.Now()}
+	r := &report{surface: surface, start: time.Now(), id: requestID(ctx)}
 	return context.WithValue(ctx, reportKey{}, r), r
 }
 
@@ -96,4 +100,28 @@ func (r *report) finish(ctx context.Context, log *slog.Logger, m *metrics.Metric
 		attrs = append(attrs, slog.String("error", status.Convert(err).Message()))
 	}
 	log.LogAttrs(ctx, level, "request", attrs...)
+}
+
+// annotate puts the request's outcome on its server span. Prompt and completion
+// text are never recorded.
+func (r *report) annotate(span trace.Span, err error) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(attribute.String("switchyard.surface", r.surface), attribute.String("switchyard.request_id", r.id))
+	if r.model != "" {
+		span.SetAttributes(attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.request.model", r.model),
+			attribute.Bool("switchyard.stream", r.stream), attribute.Int("switchyard.attempts", r.trace.Attempts),
+			attribute.Int("switchyard.failovers", r.trace.Failovers),
+			attribute.Int("gen_ai.usage.input_tokens", r.tokensIn), attribute.Int("gen_ai.usage.output_tokens", r.tokensOut))
+	}
+	if r.target.Provider != "" {
+		span.SetAttributes(attribute.String("switchyard.target", r.target.String()), attribute.String("gen_ai.provider.name", r.target.Provider),
+			attribute.String("gen_ai.response.model", r.target.Model))
+	}
+	if err != nil {
+		st := status.Convert(err)
+		span.SetStatus(otelcodes.Error, st.Message())
+		span.SetAttributes(attribute.String("rpc.grpc.status_code", st.Code().String()))
+	}
 }

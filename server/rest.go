@@ -64,6 +64,8 @@ func incomingHeader(key string) (string, bool) {
 		return mdRequestID, true
 	case "idempotency-key":
 		return mdIdempotencyKey, true
+	case "traceparent", "tracestate":
+		return strings.ToLower(key), true
 	}
 	return "", false
 }

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
@@ -27,6 +28,7 @@ import (
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/router"
+	"github.com/switchyard/switchyard/tracing"
 )
 
 // Config is what a Server needs.
@@ -48,6 +50,8 @@ type Config struct {
 	PersistVirtualModels func([]config.VirtualModel) error
 	// Providers describes each provider for the admin API (no secrets).
 	Providers map[string]ProviderInfo
+	// Tracer makes the server spans; nil traces nothing.
+	Tracer trace.Tracer
 	// Metrics receives request metrics and serves /metrics; nil makes a private one.
 	Metrics *metrics.Metrics
 	// WriteTimeout bounds each write to a streaming client: a client that stops
@@ -74,7 +78,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.Metrics.SetKnown(cfg.Router.Known)
 	cfg.Metrics.WatchBreakers(cfg.Router.Breakers)
-	unary, stream := interceptors(cfg.Log, cfg.Metrics, cfg.Keys)
+	if cfg.Tracer == nil {
+		cfg.Tracer = tracing.Noop().Tracer(tracing.Name)
+	}
+	unary, stream := interceptors(cfg.Log, cfg.Metrics, cfg.Tracer, cfg.Keys)
 	gs := grpc.NewServer(grpc.UnaryInterceptor(unary), grpc.StreamInterceptor(stream),
 		// Clients (ours included) ping every 30s; allow it, instead of answering too_many_pings.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchyard/switchyard/app"
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/tracing"
 )
 
 // run parses flags, loads the config, serves until ctx ends, then drains.
@@ -38,7 +39,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 	if *grpcAddr != "" {
 		cfg.Server.GRPCAddr = *grpcAddr
 	}
-	a, err := app.Start(ctx, cfg, log)
+	tp, stopTracing, err := tracing.FromEnv(ctx, env)
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	defer func() { _ = stopTracing(context.Background()) }()
+	if tracing.Enabled(env) {
+		log.Info("tracing on: exporting spans over OTLP as the OTEL_* environment says")
+	}
+	a, err := app.Start(ctx, cfg, log, app.WithTracerProvider(tp))
 	if err != nil {
 		return err
 	}

@@ -15,11 +15,13 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/openaijson"
 	"github.com/switchyard/switchyard/providers"
+	"github.com/switchyard/switchyard/tracing"
 )
 
 // maxResponseBytes bounds a non-stream response body.
@@ -119,6 +121,7 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 	for k, v := range c.headers {
 		hr.Header[k] = v
 	}
+	tracing.Propagator.Inject(ctx, propagation.HeaderCarrier(hr.Header)) // nothing when not traced
 	if req != nil {
 		if req.IdempotencyKey != "" {
 			hr.Header.Set("Idempotency-Key", req.IdempotencyKey)
