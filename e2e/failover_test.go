@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -119,18 +118,8 @@ func TestStreamFailoverBeforeFirstByte(t *testing.T) {
 			req.Model = "resilient-chat"
 			st, err := pb.NewChatServiceClient(g.conn).StreamChatCompletion(context.Background(), req, grpc.Header(&hdr))
 			require.NoError(t, err)
-			var text strings.Builder
-			for {
-				c, err := st.Recv()
-				if err == io.EOF {
-					break
-				}
-				require.NoError(t, err)
-				for _, ch := range c.GetChoices() {
-					text.WriteString(ch.GetDelta().GetContent())
-				}
-			}
-			require.Equal(t, "Hello from the backup!", text.String())
+			text, _ := readGRPCStream(t, st)
+			require.Equal(t, "Hello from the backup!", text)
 			require.Equal(t, []string{"backup/gpt-4o-mini"}, hdr.Get("x-switchyard-target"))
 		})
 	}

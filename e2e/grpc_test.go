@@ -51,22 +51,8 @@ func TestGRPCStream(t *testing.T) {
 	req.StreamOptions = &pb.StreamOptions{IncludeUsage: &yes}
 	st, err := pb.NewChatServiceClient(g.conn).StreamChatCompletion(context.Background(), req)
 	require.NoError(t, err)
-	var text strings.Builder
-	var usage *pb.Usage
-	for {
-		c, err := st.Recv()
-		if err == io.EOF {
-			break
-		}
-		require.NoError(t, err)
-		for _, ch := range c.GetChoices() {
-			text.WriteString(ch.GetDelta().GetContent())
-		}
-		if c.Usage != nil {
-			usage = c.Usage
-		}
-	}
-	require.Equal(t, "Hello from the fake upstream!", text.String())
+	text, usage := readGRPCStream(t, st)
+	require.Equal(t, "Hello from the fake upstream!", text)
 	require.Equal(t, int32(21), usage.GetTotalTokens())
 }
 
@@ -177,4 +163,24 @@ func TestGrpcurlReflectionAndCalls(t *testing.T) {
 		"-d", `{"model":"up/gpt-4o","messages":[{"role":"user","content":"hi"}]}`,
 		addr, "switchyard.v1.ChatService/CreateChatCompletion")
 	require.Contains(t, out, "Hello from the fake upstream!")
+}
+
+// readGRPCStream reads a stream to its clean end: the text and the last usage.
+func readGRPCStream(t *testing.T, st grpc.ServerStreamingClient[pb.ChatCompletionChunk]) (string, *pb.Usage) {
+	t.Helper()
+	var text strings.Builder
+	var usage *pb.Usage
+	for {
+		c, err := st.Recv()
+		if err == io.EOF {
+			return text.String(), usage
+		}
+		require.NoError(t, err)
+		for _, ch := range c.GetChoices() {
+			text.WriteString(ch.GetDelta().GetContent())
+		}
+		if c.Usage != nil {
+			usage = c.Usage
+		}
+	}
 }

@@ -176,17 +176,9 @@ func (c *Client) Chat(ctx context.Context, req *providers.Request) (*pb.ChatComp
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.http.Do(hr)
+	body, err := c.roundTrip(ctx, hr)
 	if err != nil {
-		return nil, c.transportError(ctx, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	if err != nil {
-		return nil, c.transportError(ctx, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, c.parseError(resp.StatusCode, resp.Header, body)
+		return nil, err
 	}
 	if e := c.hiddenError(body); e != nil {
 		return nil, e
@@ -202,6 +194,23 @@ func (c *Client) Chat(ctx context.Context, req *providers.Request) (*pb.ChatComp
 	}
 	normalize(out, req.Model)
 	return out, nil
+}
+
+// roundTrip sends hr and reads the whole answer: a 2xx body, or the upstream's error.
+func (c *Client) roundTrip(ctx context.Context, hr *http.Request) ([]byte, error) {
+	resp, err := c.http.Do(hr)
+	if err != nil {
+		return nil, c.transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return nil, c.transportError(ctx, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, c.parseError(resp.StatusCode, resp.Header, body)
+	}
+	return body, nil
 }
 
 // normalize fills members OpenAI always sends that a lenient upstream left out.
@@ -235,17 +244,9 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	hr.Header.Del("Content-Type")
-	resp, err := c.http.Do(hr)
+	body, err := c.roundTrip(ctx, hr)
 	if err != nil {
-		return nil, c.transportError(ctx, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	if err != nil {
-		return nil, c.transportError(ctx, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, c.parseError(resp.StatusCode, resp.Header, body)
+		return nil, err
 	}
 	var list struct {
 		Data []struct {
