@@ -81,3 +81,28 @@ func TestReplayCorpus(t *testing.T) {
 		sameButNulls(t, want, got, strings.TrimSuffix(file, ".json"))
 	}
 }
+
+// TestStreamPassThrough: chunks that need no change reach REST clients byte for
+// byte; chunks missing members OpenAI always sends are normalised; usage the
+// client did not ask for is withheld either way.
+func TestStreamPassThrough(t *testing.T) {
+	t.Parallel()
+	g := start(t, "")
+	lines := readLines(t, "../internal/fakeupstream/testdata/chat_completion_stream.txt")
+	g.up.Script(fakeupstream.Reply{Events: lines})
+	events := sseEvents(t, post(t, g.base+"/chat/completions", chatBody+`,"stream":true}`))
+	require.Equal(t, lines, events, "relayed as sent")
+
+	bare := `{"id":"x","created":1,"choices":[{"index":0,"delta":{"content":"hi"}}]}`
+	last := `{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
+	g.up.Script(fakeupstream.Reply{Events: []string{bare, last, "[DONE]"}})
+	events = sseEvents(t, post(t, g.base+"/chat/completions", chatBody+`,"stream":true}`))
+	require.Len(t, events, 3)
+	var first, second map[string]any
+	require.NoError(t, json.Unmarshal([]byte(events[0]), &first))
+	require.Equal(t, "chat.completion.chunk", first["object"], "a missing object is filled in")
+	require.Equal(t, "gpt-4o", first["model"], "a missing model is the target's")
+	require.NoError(t, json.Unmarshal([]byte(events[1]), &second))
+	require.NotContains(t, second, "usage", "usage the client did not ask for is withheld")
+	require.Equal(t, "[DONE]", events[2])
+}

@@ -59,7 +59,7 @@ func Unmarshal(data []byte, msg proto.Message) error {
 		return &Error{Msg: "request body must be a JSON object"}
 	}
 	err := d.message(msg.ProtoReflect())
-	if err == nil && d.s.peek() != 0 {
+	if err == nil && !d.s.atEnd() {
 		err = errSyntax
 	}
 	if err == errSyntax || (err != nil && !json.Valid(data)) {

@@ -21,6 +21,9 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := openaijson.InspectChunk(data); err == nil && !json.Valid(data) {
+			t.Fatalf("InspectChunk accepted invalid JSON %q", data)
+		}
 		for _, msg := range []proto.Message{&pb.ChatCompletionRequest{}, &pb.ChatCompletion{}, &pb.ChatCompletionChunk{}} {
 			if err := openaijson.Unmarshal(data, msg); err != nil {
 				continue

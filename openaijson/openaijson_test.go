@@ -77,3 +77,29 @@ func TestStringEscaping(t *testing.T) {
 	require.NoError(t, json.Unmarshal(openaijson.Marshal(msg), &got))
 	require.Equal(t, "quote\" back\\ nl\n tab\t ctl\x01 bad\ufffd ok é \u2028", got["role"])
 }
+
+func TestInspectChunk(t *testing.T) {
+	t.Parallel()
+	head := `{"id":"x","object":"chat.completion.chunk","created":1,"model":"m",`
+	cases := []struct {
+		chunk string
+		want  openaijson.ChunkInfo
+	}{
+		{head + `"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`, openaijson.ChunkInfo{Complete: true}},
+		{head + `"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, openaijson.ChunkInfo{Complete: true, Finished: true}},
+		{head + `"choices":[],"usage":{"prompt_tokens":17,"completion_tokens":4,"total_tokens":21}}`,
+			openaijson.ChunkInfo{Complete: true, Usage: true, UsageOnly: true, PromptTokens: 17, CompletionTokens: 4}},
+		{head + `"choices":[{"delta":{}}]}`, openaijson.ChunkInfo{}},
+		{`{"choices":[{"index":0,"delta":{}}]}`, openaijson.ChunkInfo{}},
+		{`{"error":{"message":"x"}}`, openaijson.ChunkInfo{Error: true}},
+	}
+	for _, c := range cases {
+		got, err := openaijson.InspectChunk([]byte(c.chunk))
+		require.NoError(t, err, c.chunk)
+		require.Equal(t, c.want, got, c.chunk)
+	}
+	for _, bad := range []string{`{"choices":[{"index":0}`, `{"a":1}x`, `[]`, `{"choices":[1]}`} {
+		_, err := openaijson.InspectChunk([]byte(bad))
+		require.Error(t, err, bad)
+	}
+}

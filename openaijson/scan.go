@@ -28,6 +28,12 @@ func (s *scanner) ws() {
 	}
 }
 
+// atEnd reports whether only white space is left.
+func (s *scanner) atEnd() bool {
+	s.ws()
+	return s.pos >= len(s.data)
+}
+
 // peek returns the next non-space byte (0 at the end).
 func (s *scanner) peek() byte {
 	s.ws()

@@ -7,6 +7,7 @@ import (
 	"context"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/openaijson"
 )
 
 // Request is one upstream call.
@@ -49,4 +50,13 @@ type Stream interface {
 // already at hand; writers use it to flush once per burst instead of per chunk.
 type Pender interface {
 	Pending() bool
+}
+
+// RawStream is implemented by streams that can relay chunks exactly as the
+// upstream sent them, inspected but not decoded (the REST pass-through).
+type RawStream interface {
+	// NextRaw returns the next chunk's bytes, valid until the next call, and what
+	// it holds; it ends like Recv (io.EOF, or an error wrapping ErrStreamIncomplete).
+	// A stream is read with Recv or with NextRaw, not both.
+	NextRaw() ([]byte, openaijson.ChunkInfo, error)
 }

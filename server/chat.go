@@ -13,6 +13,7 @@ import (
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/metrics"
+	"github.com/switchyard/switchyard/openaijson"
 	"github.com/switchyard/switchyard/providers"
 	"github.com/switchyard/switchyard/router"
 )
@@ -105,8 +106,11 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 	}
 	defer st.Close()
 	_ = out.SetHeader(metadata.Pairs(mdTarget, route.String()))
-	hint := burstHintFrom(ctx)
+	sse := sseFrom(ctx)
 	pender, _ := st.(providers.Pender)
+	if raw, ok := st.(providers.RawStream); ok && sse != nil {
+		return s.relay(ctx, rep, route, raw, pender, sse, wantsUsage)
+	}
 	first := true
 	for {
 		chunk, err := st.Recv()
@@ -130,13 +134,68 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 			first = false
 			s.metrics.TimeToFirstToken(route.Provider, route.Model, time.Since(rep.start))
 		}
-		if hint != nil && pender != nil {
-			hint.more = pender.Pending()
+		if sse != nil && pender != nil {
+			sse.more = pender.Pending()
 		}
 		if err := out.Send(chunk); err != nil {
 			return err
 		}
 	}
+}
+
+// relay passes a stream to a REST client: chunks that need no change go out as
+// the upstream sent them (inspected for finish, usage and errors, never decoded);
+// the others (missing members to fill in, usage to withhold) are decoded,
+// normalised and encoded.
+func (s *chatService) relay(ctx context.Context, rep *report, route router.Route, st providers.RawStream,
+	pender providers.Pender, sse *sseStream, wantsUsage bool) error {
+	first := true
+	for {
+		raw, info, err := st.NextRaw()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			s.incomplete(ctx, route, err)
+			return toStatus(s.log, err)
+		}
+		if info.Usage {
+			rep.tokensIn, rep.tokensOut = info.PromptTokens, info.CompletionTokens
+			if !wantsUsage && info.UsageOnly {
+				continue // the usage chunk the client did not ask for
+			}
+		}
+		if first {
+			first = false
+			s.metrics.TimeToFirstToken(route.Provider, route.Model, time.Since(rep.start))
+		}
+		sse.more = pender != nil && pender.Pending()
+		if info.Complete && (wantsUsage || !info.Usage) {
+			err = sse.SendRaw(raw)
+		} else {
+			err = sse.SendMsg(normalizedChunk(raw, route.Model, wantsUsage))
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// normalizedChunk decodes a chunk that cannot be relayed as is, fills the members
+// OpenAI always sends, and drops usage the client did not ask for.
+func normalizedChunk(raw []byte, model string, wantsUsage bool) *pb.ChatCompletionChunk {
+	c := &pb.ChatCompletionChunk{}
+	_ = openaijson.Unmarshal(raw, c) // InspectChunk already checked the syntax
+	if c.Object == "" {
+		c.Object = "chat.completion.chunk"
+	}
+	if c.Model == "" {
+		c.Model = model
+	}
+	if !wantsUsage {
+		c.Usage = nil
+	}
+	return c
 }
 
 // incomplete counts and logs a stream that stopped before its final event.

@@ -19,8 +19,10 @@ import (
 // it ("data: {chunk}\n\n"), and flushed. Headers wait for the first chunk.
 type sseStream struct {
 	ctx     context.Context
-	hint    *burstHint
 	timeout time.Duration
+	// more says another chunk is already at hand: skip this flush, the next write
+	// flushes the burst. The handler sets it before each send.
+	more    bool
 	sink    *headerSink
 	w       http.ResponseWriter
 	rc      *http.ResponseController
@@ -36,6 +38,22 @@ func (s *sseStream) RecvMsg(any) error               { return io.EOF }
 
 // SendMsg writes one chunk as an event.
 func (s *sseStream) SendMsg(m any) error {
+	s.start()
+	s.buf = append(s.buf[:0], "data: "...)
+	s.buf = openaijson.Append(s.buf, m.(*pb.ChatCompletionChunk))
+	return s.write()
+}
+
+// SendRaw writes a chunk exactly as the upstream sent it (the pass-through for
+// chunks that need no change).
+func (s *sseStream) SendRaw(raw []byte) error {
+	s.start()
+	s.buf = append(append(s.buf[:0], "data: "...), raw...)
+	return s.write()
+}
+
+// start writes the response headers before the first event.
+func (s *sseStream) start() {
 	if !s.started {
 		s.started = true
 		copyHeaders(s.w, s.sink.header)
@@ -45,8 +63,10 @@ func (s *sseStream) SendMsg(m any) error {
 		h.Set("X-Accel-Buffering", "no")
 		s.w.WriteHeader(http.StatusOK)
 	}
-	s.buf = append(s.buf[:0], "data: "...)
-	s.buf = openaijson.Append(s.buf, m.(*pb.ChatCompletionChunk))
+}
+
+// write ends the event in buf and writes it, flushing unless more is at hand.
+func (s *sseStream) write() error {
 	s.buf = append(s.buf, "\n\n"...)
 	if s.timeout > 0 {
 		_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
@@ -54,22 +74,20 @@ func (s *sseStream) SendMsg(m any) error {
 	if _, err := s.w.Write(s.buf); err != nil {
 		return err
 	}
-	if s.hint.more {
+	if s.more {
 		return nil // the next chunk is already at hand: flush once for the burst
 	}
 	return s.rc.Flush()
 }
 
-// burstHint lets the handler tell the SSE writer that another chunk is already
-// buffered upstream, so that a burst of chunks is flushed once while a chunk that
-// arrives alone is flushed at once.
-type burstHint struct{ more bool }
+type sseKey struct{}
 
-type burstHintKey struct{}
-
-func burstHintFrom(ctx context.Context) *burstHint {
-	h, _ := ctx.Value(burstHintKey{}).(*burstHint)
-	return h
+// sseFrom returns the REST SSE writer serving this call, if any: a burst of
+// chunks is flushed once while a chunk that arrives alone is flushed at once, and
+// chunks that need no change are relayed as the upstream sent them.
+func sseFrom(ctx context.Context) *sseStream {
+	s, _ := ctx.Value(sseKey{}).(*sseStream)
+	return s
 }
 
 // stream serves a streaming chat completion as Server-Sent Events. A failure before
@@ -78,11 +96,10 @@ func burstHintFrom(ctx context.Context) *burstHint {
 // "data: [DONE]".
 func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompletionRequest) {
 	sink := &headerSink{method: pb.ChatService_StreamChatCompletion_FullMethodName}
-	ss := &sseStream{sink: sink, w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 1024), hint: &burstHint{},
-		timeout: f.opt.writeTimeout}
+	ss := &sseStream{sink: sink, w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 1024), timeout: f.opt.writeTimeout}
 	ctx, done := f.opt.drain.track(incomingContext(r))
 	defer done()
-	ss.ctx = context.WithValue(grpc.NewContextWithServerTransportStream(ctx, sink), burstHintKey{}, ss.hint)
+	ss.ctx = context.WithValue(grpc.NewContextWithServerTransportStream(ctx, sink), sseKey{}, ss)
 	info := &grpc.StreamServerInfo{FullMethod: sink.method, IsServerStream: true}
 	err := f.in.stream(f.in.chat, ss, info, func(_ any, stream grpc.ServerStream) error {
 		return f.in.chat.StreamChatCompletion(req,

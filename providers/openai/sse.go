@@ -124,7 +124,8 @@ type stream struct {
 	timer *time.Timer
 
 	first    *pb.ChatCompletionChunk
-	finished bool // a choice carried finish_reason
+	firstRaw []byte // the first event as sent, for NextRaw
+	finished bool   // a choice carried finish_reason
 	done     bool
 	closeMu  sync.Once
 }
@@ -151,6 +152,7 @@ func (s *stream) readFirst() (*pb.ChatCompletionChunk, error) {
 		return nil, &providers.Error{Provider: s.c.name, Status: http.StatusBadGateway, Err: err, Kind: providers.KindUnreadable,
 			Message: fmt.Sprintf("provider %s sent an unreadable stream event: %v", s.c.name, err)}
 	}
+	s.firstRaw = append([]byte(nil), data...)
 	return chunk, nil
 }
 
@@ -183,9 +185,51 @@ func (s *stream) incomplete(kind, reason string) error {
 func (s *stream) Recv() (*pb.ChatCompletionChunk, error) {
 	if s.first != nil {
 		c := s.first
-		s.first = nil
+		s.first, s.firstRaw = nil, nil
 		return c, nil
 	}
+	data, err := s.nextEvent()
+	if err != nil {
+		return nil, err
+	}
+	chunk, err := s.decode(data)
+	if err != nil {
+		return nil, s.incomplete(providers.StreamMalformedChunk, fmt.Sprintf("malformed chunk: %v", err))
+	}
+	return chunk, nil
+}
+
+// NextRaw returns the next chunk as the upstream sent it (valid until the next
+// call), with what a relay needs to know of it; it ends like Recv. Chunks after
+// the first are checked for syntax and required members, not decoded.
+func (s *stream) NextRaw() ([]byte, openaijson.ChunkInfo, error) {
+	if s.first != nil {
+		raw := s.firstRaw
+		s.first, s.firstRaw = nil, nil
+		info, _ := openaijson.InspectChunk(raw)
+		return raw, info, nil
+	}
+	data, err := s.nextEvent()
+	if err != nil {
+		return nil, openaijson.ChunkInfo{}, err
+	}
+	info, err := openaijson.InspectChunk(data)
+	if err != nil {
+		// Not plainly relayable: the full decoder decides (and normalises).
+		if _, derr := s.decode(data); derr != nil {
+			return nil, info, s.incomplete(providers.StreamMalformedChunk, fmt.Sprintf("malformed chunk: %v", derr))
+		}
+		info = openaijson.ChunkInfo{Finished: s.finished}
+	}
+	if info.Finished {
+		s.finished = true
+	}
+	return data, info, nil
+}
+
+// nextEvent reads the next data event after the first: io.EOF after the final
+// event, a StreamError when the stream stops before it.
+func (s *stream) nextEvent() ([]byte, error) {
 	if s.done {
 		return nil, io.EOF
 	}
@@ -226,11 +270,7 @@ func (s *stream) Recv() (*pb.ChatCompletionChunk, error) {
 	if e := s.c.hiddenError(data); e != nil {
 		return nil, s.incomplete(providers.StreamErrorEvent, fmt.Sprintf("the provider sent an error mid-stream: %s", e.Message))
 	}
-	chunk, err := s.decode(data)
-	if err != nil {
-		return nil, s.incomplete(providers.StreamMalformedChunk, fmt.Sprintf("malformed chunk: %v", err))
-	}
-	return chunk, nil
+	return data, nil
 }
 
 // Pending reports whether the next Recv can return without waiting for the upstream.
