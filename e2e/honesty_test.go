@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -98,4 +100,22 @@ func TestDrainEndsOpenStreamsWithTheInBandError(t *testing.T) {
 
 	_, err := http.Get("http://" + g.app.HTTPAddr() + "/health")
 	require.Error(t, err, "the listener stopped accepting")
+}
+
+// TestClientThatStopsReadingReleasesTheUpstream: a REST client that stops reading
+// a stream is dropped after stream_idle_timeout of blocked writes, and the
+// upstream request ends with it instead of staying pinned.
+func TestClientThatStopsReadingReleasesTheUpstream(t *testing.T) {
+	t.Parallel()
+	g := start(t, "  stream_idle_timeout: 300ms\n")
+	g.up.Script(fakeupstream.Reply{Text: strings.Repeat("word ", 80000)}) // ~25 MB of events
+	conn, err := net.Dial("tcp", g.app.HTTPAddr())
+	require.NoError(t, err)
+	defer conn.Close()
+	body := chatBody + `,"stream":true}`
+	_, err = fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	require.NoError(t, err)
+	// Never read: socket buffers fill, Switchyard's writes block, the deadline ends them.
+	require.Eventually(t, func() bool { return g.up.Finished() == 1 }, 20*time.Second, 50*time.Millisecond,
+		"the upstream request must end while the client is still connected")
 }

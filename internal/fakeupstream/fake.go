@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -70,6 +71,7 @@ type Server struct {
 	URL string
 
 	srv      *httptest.Server
+	finished atomic.Int64
 	mu       sync.Mutex
 	script   []Reply
 	fallback Reply
@@ -123,6 +125,10 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
+// Finished is the number of chat requests whose answer has ended (written, or
+// abandoned because the client went away).
+func (s *Server) Finished() int { return int(s.finished.Load()) }
+
 // Count is the number of chat requests received so far.
 func (s *Server) Count() int { return len(s.Requests()) }
 
@@ -147,6 +153,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 		s.mu.Unlock()
 		s.serveChat(w, r, body, s.next())
+		s.finished.Add(1)
 	default:
 		writeError(w, http.StatusNotFound, "Unknown request URL: "+r.Method+" "+r.URL.Path, "invalid_request_error", "unknown_url")
 	}
