@@ -82,6 +82,7 @@ func TestAllTargetsFailGivesTheLastError(t *testing.T) {
 	require.Equal(t, 429, resp.StatusCode)
 	e := readError(t, resp)
 	require.Equal(t, "backup is rate limited", e.Error.Message)
+	require.Equal(t, "false", resp.Header.Get("X-Should-Retry"), "the failover chain was spent")
 	require.Equal(t, 1, g.up.Count(), "500 is not retried")
 	require.Equal(t, 2, backup.Count(), "429 is retried once (max_retries 1)")
 }
@@ -158,4 +159,18 @@ func TestGRPCFailoverUnary(t *testing.T) {
 	backup.SetDefault(fakeupstream.Reply{Status: 502})
 	_, err = pb.NewChatServiceClient(g.conn).CreateChatCompletion(context.Background(), req)
 	require.Equal(t, codes.Unavailable, status.Code(err))
+}
+
+func TestSpentChainTellsClientsNotToRetry(t *testing.T) {
+	t.Parallel()
+	g, backup := startChain(t, "")
+	g.up.SetDefault(fakeupstream.Reply{Status: 500})
+	backup.SetDefault(fakeupstream.Reply{Status: 500})
+	resp := post(t, g.base+"/chat/completions", strings.Replace(chatBody, "up/gpt-4o", "resilient-chat", 1)+`}`)
+	require.Equal(t, 500, resp.StatusCode)
+	require.Equal(t, "false", resp.Header.Get("X-Should-Retry"), "500s are not retried, but the chain was walked")
+
+	resp = post(t, g.base+"/chat/completions", chatBody+`}`)
+	require.Equal(t, 500, resp.StatusCode)
+	require.Empty(t, resp.Header.Get("X-Should-Retry"), "a direct call that Switchyard did not retry")
 }

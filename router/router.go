@@ -144,7 +144,7 @@ func (r *Router) walk(ctx context.Context, body *pb.ChatCompletionRequest, call 
 		return route, err
 	}
 	first := c.first()
-	backups := 0
+	backups, moved := 0, false
 	var last Route
 	var lastErr error
 	for i := range c.routes {
@@ -173,6 +173,7 @@ func (r *Router) walk(ctx context.Context, body *pb.ChatCompletionRequest, call 
 			backups++
 		}
 		if i+1 < len(c.routes) && !(c.vm.Failover.MaxAttempts > 0 && backups >= c.vm.Failover.MaxAttempts) {
+			moved = true
 			next := c.at(first, i+1).String()
 			reason := failoverReason(err, skipped)
 			r.obs.Failover(route.String(), next, reason)
@@ -183,6 +184,10 @@ func (r *Router) walk(ctx context.Context, body *pb.ChatCompletionRequest, call 
 			r.log.Warn("failing over", "virtual_model", model, "from", route.String(), "to", next,
 				"reason", reason, "error", err.Error(), "request_id", call.RequestID)
 		}
+	}
+	if moved {
+		// The chain was spent: clients should not walk it again on their own.
+		return last, &resilience.SequenceError{Attempts: backups + 1, Err: lastErr}
 	}
 	return last, lastErr
 }
