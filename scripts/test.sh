@@ -18,6 +18,9 @@ diff -r gen "$tmp/gen" || { echo "gen/ is stale: run 'make generate' and commit 
 diff -r clients/typescript/gen "$tmp/clients/typescript/gen" ||
   { echo "clients/typescript/gen is stale: run 'make generate' and commit the result" >&2; exit 1; }
 
+echo "== TypeScript client types (tsc)"
+tsc -p clients/typescript
+
 echo "== go vet"
 go vet ./...
 
