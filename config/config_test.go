@@ -145,3 +145,12 @@ func TestSecretsRedacted(t *testing.T) {
 	require.Equal(t, "[redacted]", s.String())
 	require.NotContains(t, fmtAll(s), "sk-live")
 }
+
+func TestBadEnvironmentValuesFailLoading(t *testing.T) {
+	t.Parallel()
+	_, err := config.Load("", envOf(map[string]string{"RETRY_MAX_RETRIES": "many", "CIRCUIT_BREAKER_TIMEOUT": "soon",
+		"CIRCUIT_BREAKER_ENABLED": "perhaps", "RETRY_JITTER_FACTOR": "x"}))
+	for _, want := range []string{"RETRY_MAX_RETRIES", "CIRCUIT_BREAKER_TIMEOUT", "CIRCUIT_BREAKER_ENABLED", "RETRY_JITTER_FACTOR"} {
+		require.ErrorContains(t, err, want)
+	}
+}

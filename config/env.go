@@ -44,46 +44,14 @@ func applyEnv(cfg *Config, env func(string) (string, bool)) error {
 
 	var errs []string
 	r, cb := &cfg.Resilience.Retry, &cfg.Resilience.CircuitBreaker
-	setInt := func(k string, dst **int) {
-		if v := get(k); v != "" && *dst == nil {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				errs = append(errs, fmt.Sprintf("%s=%q: not an integer", k, v))
-				return
-			}
-			*dst = &n
-		}
-	}
+	setInt := func(k string, dst **int) { setFrom(get(k), k, dst, strconv.Atoi, "an integer", &errs) }
 	setFloat := func(k string, dst **float64) {
-		if v := get(k); v != "" && *dst == nil {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				errs = append(errs, fmt.Sprintf("%s=%q: not a number", k, v))
-				return
-			}
-			*dst = &f
-		}
+		setFrom(get(k), k, dst, func(v string) (float64, error) { return strconv.ParseFloat(v, 64) }, "a number", &errs)
 	}
 	setDur := func(k string, dst **time.Duration) {
-		if v := get(k); v != "" && *dst == nil {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				errs = append(errs, fmt.Sprintf("%s=%q: not a duration (e.g. 500ms, 2s)", k, v))
-				return
-			}
-			*dst = &d
-		}
+		setFrom(get(k), k, dst, time.ParseDuration, "a duration (e.g. 500ms, 2s)", &errs)
 	}
-	setBool := func(k string, dst **bool) {
-		if v := get(k); v != "" && *dst == nil {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				errs = append(errs, fmt.Sprintf("%s=%q: not a boolean", k, v))
-				return
-			}
-			*dst = &b
-		}
-	}
+	setBool := func(k string, dst **bool) { setFrom(get(k), k, dst, strconv.ParseBool, "a boolean", &errs) }
 	setList := func(k string, dst **StatusList) {
 		if v, ok := env(k); ok && *dst == nil {
 			l := StatusList{}
@@ -115,4 +83,18 @@ func applyEnv(cfg *Config, env func(string) (string, bool)) error {
 		return fmt.Errorf("environment: %s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// setFrom sets *dst from the variable k's value v, unless v is empty or the YAML
+// already set it; a value that does not parse is reported in errs.
+func setFrom[T any](v, k string, dst **T, parse func(string) (T, error), what string, errs *[]string) {
+	if v == "" || *dst != nil {
+		return
+	}
+	x, err := parse(v)
+	if err != nil {
+		*errs = append(*errs, fmt.Sprintf("%s=%q: not %s", k, v, what))
+		return
+	}
+	*dst = &x
 }

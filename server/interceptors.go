@@ -32,38 +32,48 @@ const (
 // order: recovery → request id → logging → auth → handler. The gRPC server installs
 // it, and the REST surface runs the very same functions for its in-process calls.
 func interceptors(log *slog.Logger, m *metrics.Metrics, tracer trace.Tracer, keys Keys) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
-	auth := authorizer{keys: keys}
+	c := chain{log: log, m: m, tracer: tracer, auth: authorizer{keys: keys}}
 	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
 		defer recoverInto(log, info.FullMethod, &err)
-		ctx = withRequestID(ctx)
-		ctx, span := startServerSpan(ctx, tracer, info.FullMethod)
-		defer span.End()
-		ctx, rep := newReport(ctx)
-		m.InFlight(rep.surface, 1)
-		defer m.InFlight(rep.surface, -1)
-		if ctx, err = auth.check(ctx, info.FullMethod); err == nil {
+		err = c.run(ctx, info.FullMethod, func(ctx context.Context) error {
 			resp, err = h(ctx, req)
-		}
-		rep.finish(ctx, log, m, info.FullMethod, err)
-		rep.annotate(span, err)
+			return err
+		})
 		return resp, err
 	}
 	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
 		defer recoverInto(log, info.FullMethod, &err)
-		ctx := withRequestID(ss.Context())
-		ctx, span := startServerSpan(ctx, tracer, info.FullMethod)
-		defer span.End()
-		ctx, rep := newReport(ctx)
-		m.InFlight(rep.surface, 1)
-		defer m.InFlight(rep.surface, -1)
-		if ctx, err = auth.check(ctx, info.FullMethod); err == nil {
-			err = h(srv, &ctxStream{ServerStream: ss, ctx: ctx})
-		}
-		rep.finish(ctx, log, m, info.FullMethod, err)
-		rep.annotate(span, err)
-		return err
+		return c.run(ss.Context(), info.FullMethod, func(ctx context.Context) error {
+			return h(srv, &ctxStream{ServerStream: ss, ctx: ctx})
+		})
 	}
 	return unary, stream
+}
+
+// chain is what every call passes through, unary or streaming.
+type chain struct {
+	log    *slog.Logger
+	m      *metrics.Metrics
+	tracer trace.Tracer
+	auth   authorizer
+}
+
+// run gives the call its request id, server span and report, checks its key, runs
+// the handler, then logs and measures it.
+func (c chain) run(ctx context.Context, method string, handler func(context.Context) error) error {
+	ctx = withRequestID(ctx)
+	ctx, span := startServerSpan(ctx, c.tracer, method)
+	defer span.End()
+	ctx, rep := newReport(ctx)
+	c.m.InFlight(rep.surface, 1)
+	defer c.m.InFlight(rep.surface, -1)
+	ctx, err := c.auth.check(ctx, method)
+	if err == nil {
+		err = handler(ctx)
+	}
+	rep.finish(ctx, c.log, c.m, method, err)
+	rep.annotate(span, err)
+	return err
 }
 
 // startServerSpan starts the request's server span, continuing the caller's trace
