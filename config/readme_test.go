@@ -57,3 +57,22 @@ func TestReadmeSettingsTableMatchesCode(t *testing.T) {
 	}
 	require.Equal(t, code, documented)
 }
+
+// TestReadmeYAMLExamplesLoad: the README's provider and virtual-model examples,
+// together, are a valid config.
+func TestReadmeYAMLExamplesLoad(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	var blocks []string
+	for _, part := range strings.Split(string(raw), "```yaml\n")[1:] {
+		blocks = append(blocks, part[:strings.Index(part, "```")])
+	}
+	require.GreaterOrEqual(t, len(blocks), 2)
+	text := strings.Join(blocks, "\n")
+	var cfg config.Config
+	env := func(k string) (string, bool) { return map[string]string{"OPENAI_API_KEY": "sk"}[k], k == "OPENAI_API_KEY" }
+	require.NoError(t, config.Parse([]byte(text), env, &cfg))
+	require.NoError(t, cfg.Validate())
+	require.Len(t, cfg.VirtualModels, 1)
+}
