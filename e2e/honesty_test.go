@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/internal/fakeupstream"
 )
 
@@ -118,4 +119,35 @@ func TestClientThatStopsReadingReleasesTheUpstream(t *testing.T) {
 	// Never read: socket buffers fill, Switchyard's writes block, the deadline ends them.
 	require.Eventually(t, func() bool { return g.up.Finished() == 1 }, 20*time.Second, 50*time.Millisecond,
 		"the upstream request must end while the client is still connected")
+}
+
+// TestStallEndsTheStreamOnBothSurfaces: a stall after the first byte ends the
+// stream with the in-band error (REST) or an error status (gRPC) after the chunks
+// received; a slow first byte is fine.
+func TestStallEndsTheStreamOnBothSurfaces(t *testing.T) {
+	t.Parallel()
+	g := start(t, "  stream_idle_timeout: 200ms\n")
+	stall := fakeupstream.Reply{Text: "one two three", StallAfter: 2, Stall: 5 * time.Second}
+
+	g.up.Script(fakeupstream.Reply{Delay: 400 * time.Millisecond}, stall)
+	events := sseEvents(t, post(t, g.base+"/chat/completions", chatBody+`,"stream":true}`))
+	require.Equal(t, "[DONE]", events[len(events)-1], "waiting 400ms for the first byte is not a stall")
+	events = sseEvents(t, post(t, g.base+"/chat/completions", chatBody+`,"stream":true}`))
+	require.Len(t, events, 3, "two chunks, then the error")
+	require.Contains(t, events[2], `"code":"stream_incomplete"`)
+	require.Contains(t, events[2], "no data from the provider for 200ms")
+
+	g.up.Script(stall)
+	st, err := pb.NewChatServiceClient(g.conn).StreamChatCompletion(context.Background(), grpcReq())
+	require.NoError(t, err)
+	n := 0
+	for {
+		_, err = st.Recv()
+		if err != nil {
+			break
+		}
+		n++
+	}
+	require.Equal(t, 2, n)
+	require.Equal(t, "stream_incomplete", reasonOf(err))
 }

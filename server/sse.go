@@ -65,12 +65,18 @@ func (s *sseStream) start() {
 	}
 }
 
-// write ends the event in buf and writes it, flushing unless more is at hand.
-func (s *sseStream) write() error {
-	s.buf = append(s.buf, "\n\n"...)
+// deadline bounds the next write, so that a client that stops reading is dropped.
+// Write deadlines are absolute: every write sets its own.
+func (s *sseStream) deadline() {
 	if s.timeout > 0 {
 		_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
 	}
+}
+
+// write ends the event in buf and writes it, flushing unless more is at hand.
+func (s *sseStream) write() error {
+	s.buf = append(s.buf, "\n\n"...)
+	s.deadline()
 	if _, err := s.w.Write(s.buf); err != nil {
 		return err
 	}
@@ -115,6 +121,7 @@ func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompl
 		return
 	}
 	if err == nil {
+		ss.deadline()
 		_, _ = io.WriteString(w, "data: [DONE]\n\n")
 		_ = ss.rc.Flush()
 		return
@@ -133,6 +140,7 @@ func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompl
 	buf := append(ss.buf[:0], "data: "...)
 	buf = appendErrorJSON(buf, e)
 	buf = append(buf, "\n\n"...)
+	ss.deadline()
 	_, _ = w.Write(buf)
 	_ = ss.rc.Flush()
 }
