@@ -151,3 +151,19 @@ func TestStallEndsTheStreamOnBothSurfaces(t *testing.T) {
 	require.Equal(t, 2, n)
 	require.Equal(t, "stream_incomplete", reasonOf(err))
 }
+
+// TestGRPCClientThatStopsReadingReleasesTheUpstream: the same over gRPC, where
+// flow control blocks Switchyard's sends.
+func TestGRPCClientThatStopsReadingReleasesTheUpstream(t *testing.T) {
+	t.Parallel()
+	g := start(t, "  stream_idle_timeout: 300ms\n")
+	g.up.Script(fakeupstream.Reply{Text: strings.Repeat("word ", 80000)})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := pb.NewChatServiceClient(g.conn).StreamChatCompletion(ctx, grpcReq())
+	require.NoError(t, err)
+	_, err = st.Recv() // the first chunk, then never read again
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return g.up.Finished() == 1 }, 20*time.Second, 50*time.Millisecond,
+		"the upstream request must end while the client is still connected")
+}

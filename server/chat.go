@@ -24,6 +24,8 @@ type chatService struct {
 	log     *slog.Logger
 	router  *router.Router
 	metrics *metrics.Metrics
+	// writeTimeout bounds a blocked Send to a gRPC client before the upstream is released.
+	writeTimeout time.Duration
 }
 
 // validate checks what every chat request needs before any upstream is called.
@@ -111,6 +113,14 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 	if raw, ok := st.(providers.RawStream); ok && sse != nil {
 		return s.relay(ctx, rep, route, raw, pender, sse, wantsUsage)
 	}
+	// A gRPC client that stops reading blocks Send once its flow-control window is
+	// full: after writeTimeout the upstream stream is released instead of pinned.
+	var release *time.Timer
+	if s.writeTimeout > 0 && sse == nil {
+		release = time.AfterFunc(time.Hour, func() { _ = st.Close() })
+		release.Stop()
+		defer release.Stop()
+	}
 	first := true
 	for {
 		chunk, err := st.Recv()
@@ -137,7 +147,14 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 		if sse != nil && pender != nil {
 			sse.more = pender.Pending()
 		}
-		if err := out.Send(chunk); err != nil {
+		if release != nil {
+			release.Reset(s.writeTimeout)
+		}
+		err = out.Send(chunk)
+		if release != nil {
+			release.Stop()
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -85,7 +85,7 @@ func New(cfg Config) (*Server, error) {
 	gs := grpc.NewServer(grpc.UnaryInterceptor(unary), grpc.StreamInterceptor(stream),
 		// Clients (ours included) ping every 30s; allow it, instead of answering too_many_pings.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}))
-	chat := &chatService{log: cfg.Log, router: cfg.Router, metrics: cfg.Metrics}
+	chat := &chatService{log: cfg.Log, router: cfg.Router, metrics: cfg.Metrics, writeTimeout: cfg.WriteTimeout}
 	pb.RegisterChatServiceServer(gs, chat)
 	pb.RegisterModelServiceServer(gs, &modelService{router: cfg.Router})
 	adminpb.RegisterAdminServiceServer(gs, &adminService{log: cfg.Log, router: cfg.Router, failover: cfg.Failover,
