@@ -71,7 +71,9 @@ func TestReadmeYAMLExamplesLoad(t *testing.T) {
 	require.GreaterOrEqual(t, len(blocks), 2)
 	text := strings.Join(blocks, "\n")
 	var cfg config.Config
-	env := func(k string) (string, bool) { return map[string]string{"OPENAI_API_KEY": "sk"}[k], k == "OPENAI_API_KEY" }
+	env := func(k string) (string, bool) {
+		return map[string]string{"OPENAI_API_KEY": "sk"}[k], k == "OPENAI_API_KEY"
+	}
 	require.NoError(t, config.Parse([]byte(text), env, &cfg))
 	require.NoError(t, cfg.Validate())
 	require.Len(t, cfg.VirtualModels, 1)
