@@ -163,3 +163,21 @@ func TestGoSDKMasterKey(t *testing.T) {
 	require.Equal(t, "Bearer sk-upstream", g.up.Requests()[0].Header.Get("Authorization"),
 		"the client's key is never forwarded upstream")
 }
+
+func TestGoSDKRetrieveModel(t *testing.T) {
+	t.Parallel()
+	g := start(t, "", withYAML("virtual_models:\n  - source: chat\n    targets: [{model: up/gpt-4o}]\n"))
+	c := sdk(g, "k")
+	m, err := c.Models.Get(context.Background(), "up/gpt-4o")
+	require.NoError(t, err)
+	require.Equal(t, "up/gpt-4o", m.ID)
+	require.Equal(t, "up", m.OwnedBy)
+	m, err = c.Models.Get(context.Background(), "chat")
+	require.NoError(t, err)
+	require.Equal(t, "switchyard", m.OwnedBy)
+	_, err = c.Models.Get(context.Background(), "nope")
+	var apiErr *openai.Error
+	require.True(t, errors.As(err, &apiErr))
+	require.Equal(t, http.StatusNotFound, apiErr.StatusCode)
+	require.Equal(t, "model_not_found", apiErr.Code)
+}

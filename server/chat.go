@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -232,9 +233,21 @@ func (s *chatService) incomplete(ctx context.Context, route router.Route, err er
 		"error", err.Error(), "request_id", requestID(ctx))
 }
 
+// GetModel returns one listed model by id (provider/model or a virtual model).
+func (s *modelService) GetModel(_ context.Context, req *pb.GetModelRequest) (*pb.GetModelResponse, error) {
+	id := strings.TrimSuffix(req.GetModel(), "/")
+	for _, m := range s.router.Models() {
+		if m.ID == id {
+			return &pb.GetModelResponse{Model: &pb.Model{Id: m.ID, Object: "model", OwnedBy: m.OwnedBy}}, nil
+		}
+	}
+	return nil, toStatus(s.log, &router.NotFoundError{Model: id})
+}
+
 // modelService serves switchyard.v1.ModelService.
 type modelService struct {
 	pb.UnimplementedModelServiceServer
+	log    *slog.Logger
 	router *router.Router
 }
 

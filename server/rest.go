@@ -40,6 +40,8 @@ func newREST(ctx context.Context, conn *grpc.ClientConn, opt restOptions) (http.
 	mux := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, jsonMarshaler{}),
 		runtime.WithErrorHandler(gatewayErrorHandler),
+		// SDKs escape the "/" of "provider/model" in paths (/v1/models/up%2Fgpt-4o).
+		runtime.WithUnescapingMode(runtime.UnescapingModeAllCharacters),
 		runtime.WithIncomingHeaderMatcher(incomingHeader),
 		runtime.WithOutgoingHeaderMatcher(outgoingHeader),
 		runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),

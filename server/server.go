@@ -87,7 +87,7 @@ func New(cfg Config) (*Server, error) {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}))
 	chat := &chatService{log: cfg.Log, router: cfg.Router, metrics: cfg.Metrics, writeTimeout: cfg.WriteTimeout}
 	pb.RegisterChatServiceServer(gs, chat)
-	pb.RegisterModelServiceServer(gs, &modelService{router: cfg.Router})
+	pb.RegisterModelServiceServer(gs, &modelService{log: cfg.Log, router: cfg.Router})
 	adminpb.RegisterAdminServiceServer(gs, &adminService{log: cfg.Log, router: cfg.Router, failover: cfg.Failover,
 		persist: cfg.PersistVirtualModels, providers: cfg.Providers})
 	hs := health.NewServer()

@@ -22,6 +22,98 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// GetModelRequest names a model.
+type GetModelRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The model's id, e.g. "openai/gpt-4o" or a virtual model's source.
+	Model         string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetModelRequest) Reset() {
+	*x = GetModelRequest{}
+	mi := &file_switchyard_v1_models_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetModelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetModelRequest) ProtoMessage() {}
+
+func (x *GetModelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_v1_models_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetModelRequest.ProtoReflect.Descriptor instead.
+func (*GetModelRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_v1_models_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *GetModelRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+// GetModelResponse carries the model (REST returns the model object itself).
+type GetModelResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The model.
+	Model         *Model `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetModelResponse) Reset() {
+	*x = GetModelResponse{}
+	mi := &file_switchyard_v1_models_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetModelResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetModelResponse) ProtoMessage() {}
+
+func (x *GetModelResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_v1_models_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetModelResponse.ProtoReflect.Descriptor instead.
+func (*GetModelResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_v1_models_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *GetModelResponse) GetModel() *Model {
+	if x != nil {
+		return x.Model
+	}
+	return nil
+}
+
 // ListModelsRequest takes no parameters.
 type ListModelsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -31,7 +123,7 @@ type ListModelsRequest struct {
 
 func (x *ListModelsRequest) Reset() {
 	*x = ListModelsRequest{}
-	mi := &file_switchyard_v1_models_proto_msgTypes[0]
+	mi := &file_switchyard_v1_models_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -43,7 +135,7 @@ func (x *ListModelsRequest) String() string {
 func (*ListModelsRequest) ProtoMessage() {}
 
 func (x *ListModelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_v1_models_proto_msgTypes[0]
+	mi := &file_switchyard_v1_models_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -56,7 +148,7 @@ func (x *ListModelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListModelsRequest.ProtoReflect.Descriptor instead.
 func (*ListModelsRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_v1_models_proto_rawDescGZIP(), []int{0}
+	return file_switchyard_v1_models_proto_rawDescGZIP(), []int{2}
 }
 
 // ListModelsResponse is OpenAI's model list.
@@ -72,7 +164,7 @@ type ListModelsResponse struct {
 
 func (x *ListModelsResponse) Reset() {
 	*x = ListModelsResponse{}
-	mi := &file_switchyard_v1_models_proto_msgTypes[1]
+	mi := &file_switchyard_v1_models_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -84,7 +176,7 @@ func (x *ListModelsResponse) String() string {
 func (*ListModelsResponse) ProtoMessage() {}
 
 func (x *ListModelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_v1_models_proto_msgTypes[1]
+	mi := &file_switchyard_v1_models_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -97,7 +189,7 @@ func (x *ListModelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListModelsResponse.ProtoReflect.Descriptor instead.
 func (*ListModelsResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_v1_models_proto_rawDescGZIP(), []int{1}
+	return file_switchyard_v1_models_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ListModelsResponse) GetObject() string {
@@ -131,7 +223,7 @@ type Model struct {
 
 func (x *Model) Reset() {
 	*x = Model{}
-	mi := &file_switchyard_v1_models_proto_msgTypes[2]
+	mi := &file_switchyard_v1_models_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -143,7 +235,7 @@ func (x *Model) String() string {
 func (*Model) ProtoMessage() {}
 
 func (x *Model) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_v1_models_proto_msgTypes[2]
+	mi := &file_switchyard_v1_models_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -156,7 +248,7 @@ func (x *Model) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Model.ProtoReflect.Descriptor instead.
 func (*Model) Descriptor() ([]byte, []int) {
-	return file_switchyard_v1_models_proto_rawDescGZIP(), []int{2}
+	return file_switchyard_v1_models_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Model) GetId() string {
@@ -191,7 +283,11 @@ var File_switchyard_v1_models_proto protoreflect.FileDescriptor
 
 const file_switchyard_v1_models_proto_rawDesc = "" +
 	"\n" +
-	"\x1aswitchyard/v1/models.proto\x12\rswitchyard.v1\x1a\x1cgoogle/api/annotations.proto\"\x13\n" +
+	"\x1aswitchyard/v1/models.proto\x12\rswitchyard.v1\x1a\x1cgoogle/api/annotations.proto\"'\n" +
+	"\x0fGetModelRequest\x12\x14\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\">\n" +
+	"\x10GetModelResponse\x12*\n" +
+	"\x05model\x18\x01 \x01(\v2\x14.switchyard.v1.ModelR\x05model\"\x13\n" +
 	"\x11ListModelsRequest\"V\n" +
 	"\x12ListModelsResponse\x12\x16\n" +
 	"\x06object\x18\x01 \x01(\tR\x06object\x12(\n" +
@@ -200,11 +296,12 @@ const file_switchyard_v1_models_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06object\x18\x02 \x01(\tR\x06object\x12\x18\n" +
 	"\acreated\x18\x03 \x01(\x03R\acreated\x12\x19\n" +
-	"\bowned_by\x18\x04 \x01(\tR\aownedBy2u\n" +
+	"\bowned_by\x18\x04 \x01(\tR\aownedBy2\x88\x02\n" +
 	"\fModelService\x12e\n" +
 	"\n" +
 	"ListModels\x12 .switchyard.v1.ListModelsRequest\x1a!.switchyard.v1.ListModelsResponse\"\x12\x82\xd3\xe4\x93\x02\f\x12\n" +
-	"/v1/modelsB\xb6\x01\n" +
+	"/v1/models\x12\x90\x01\n" +
+	"\bGetModel\x12\x1e.switchyard.v1.GetModelRequest\x1a\x1f.switchyard.v1.GetModelResponse\"C\x82\xd3\xe4\x93\x02=Z b\x05model\x12\x17/v1/models/{model=*/**}b\x05model\x12\x12/v1/models/{model}B\xb6\x01\n" +
 	"\x11com.switchyard.v1B\vModelsProtoP\x01Z?github.com/switchyard/switchyard/gen/switchyard/v1;switchyardv1\xa2\x02\x03SXX\xaa\x02\rSwitchyard.V1\xca\x02\rSwitchyard\\V1\xe2\x02\x19Switchyard\\V1\\GPBMetadata\xea\x02\x0eSwitchyard::V1b\x06proto3"
 
 var (
@@ -219,21 +316,26 @@ func file_switchyard_v1_models_proto_rawDescGZIP() []byte {
 	return file_switchyard_v1_models_proto_rawDescData
 }
 
-var file_switchyard_v1_models_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_switchyard_v1_models_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_switchyard_v1_models_proto_goTypes = []any{
-	(*ListModelsRequest)(nil),  // 0: switchyard.v1.ListModelsRequest
-	(*ListModelsResponse)(nil), // 1: switchyard.v1.ListModelsResponse
-	(*Model)(nil),              // 2: switchyard.v1.Model
+	(*GetModelRequest)(nil),    // 0: switchyard.v1.GetModelRequest
+	(*GetModelResponse)(nil),   // 1: switchyard.v1.GetModelResponse
+	(*ListModelsRequest)(nil),  // 2: switchyard.v1.ListModelsRequest
+	(*ListModelsResponse)(nil), // 3: switchyard.v1.ListModelsResponse
+	(*Model)(nil),              // 4: switchyard.v1.Model
 }
 var file_switchyard_v1_models_proto_depIdxs = []int32{
-	2, // 0: switchyard.v1.ListModelsResponse.data:type_name -> switchyard.v1.Model
-	0, // 1: switchyard.v1.ModelService.ListModels:input_type -> switchyard.v1.ListModelsRequest
-	1, // 2: switchyard.v1.ModelService.ListModels:output_type -> switchyard.v1.ListModelsResponse
-	2, // [2:3] is the sub-list for method output_type
-	1, // [1:2] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	4, // 0: switchyard.v1.GetModelResponse.model:type_name -> switchyard.v1.Model
+	4, // 1: switchyard.v1.ListModelsResponse.data:type_name -> switchyard.v1.Model
+	2, // 2: switchyard.v1.ModelService.ListModels:input_type -> switchyard.v1.ListModelsRequest
+	0, // 3: switchyard.v1.ModelService.GetModel:input_type -> switchyard.v1.GetModelRequest
+	3, // 4: switchyard.v1.ModelService.ListModels:output_type -> switchyard.v1.ListModelsResponse
+	1, // 5: switchyard.v1.ModelService.GetModel:output_type -> switchyard.v1.GetModelResponse
+	4, // [4:6] is the sub-list for method output_type
+	2, // [2:4] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_switchyard_v1_models_proto_init() }
@@ -247,7 +349,7 @@ func file_switchyard_v1_models_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchyard_v1_models_proto_rawDesc), len(file_switchyard_v1_models_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -20,6 +20,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	ModelService_ListModels_FullMethodName = "/switchyard.v1.ModelService/ListModels"
+	ModelService_GetModel_FullMethodName   = "/switchyard.v1.ModelService/GetModel"
 )
 
 // ModelServiceClient is the client API for ModelService service.
@@ -31,6 +32,8 @@ type ModelServiceClient interface {
 	// ListModels returns every routable model: provider models as "provider/model",
 	// and virtual models by their source name.
 	ListModels(ctx context.Context, in *ListModelsRequest, opts ...grpc.CallOption) (*ListModelsResponse, error)
+	// GetModel returns one routable model, as OpenAI's GET /v1/models/{model}.
+	GetModel(ctx context.Context, in *GetModelRequest, opts ...grpc.CallOption) (*GetModelResponse, error)
 }
 
 type modelServiceClient struct {
@@ -51,6 +54,16 @@ func (c *modelServiceClient) ListModels(ctx context.Context, in *ListModelsReque
 	return out, nil
 }
 
+func (c *modelServiceClient) GetModel(ctx context.Context, in *GetModelRequest, opts ...grpc.CallOption) (*GetModelResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetModelResponse)
+	err := c.cc.Invoke(ctx, ModelService_GetModel_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ModelServiceServer is the server API for ModelService service.
 // All implementations must embed UnimplementedModelServiceServer
 // for forward compatibility.
@@ -60,6 +73,8 @@ type ModelServiceServer interface {
 	// ListModels returns every routable model: provider models as "provider/model",
 	// and virtual models by their source name.
 	ListModels(context.Context, *ListModelsRequest) (*ListModelsResponse, error)
+	// GetModel returns one routable model, as OpenAI's GET /v1/models/{model}.
+	GetModel(context.Context, *GetModelRequest) (*GetModelResponse, error)
 	mustEmbedUnimplementedModelServiceServer()
 }
 
@@ -72,6 +87,9 @@ type UnimplementedModelServiceServer struct{}
 
 func (UnimplementedModelServiceServer) ListModels(context.Context, *ListModelsRequest) (*ListModelsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListModels not implemented")
+}
+func (UnimplementedModelServiceServer) GetModel(context.Context, *GetModelRequest) (*GetModelResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetModel not implemented")
 }
 func (UnimplementedModelServiceServer) mustEmbedUnimplementedModelServiceServer() {}
 func (UnimplementedModelServiceServer) testEmbeddedByValue()                      {}
@@ -112,6 +130,24 @@ func _ModelService_ListModels_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ModelService_GetModel_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetModelRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ModelServiceServer).GetModel(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ModelService_GetModel_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ModelServiceServer).GetModel(ctx, req.(*GetModelRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ModelService_ServiceDesc is the grpc.ServiceDesc for ModelService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -122,6 +158,10 @@ var ModelService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListModels",
 			Handler:    _ModelService_ListModels_Handler,
+		},
+		{
+			MethodName: "GetModel",
+			Handler:    _ModelService_GetModel_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -11,6 +11,46 @@ import type { Message } from "@bufbuild/protobuf";
 export declare const file_switchyard_v1_models: GenFile;
 
 /**
+ * GetModelRequest names a model.
+ *
+ * @generated from message switchyard.v1.GetModelRequest
+ */
+export declare type GetModelRequest = Message<"switchyard.v1.GetModelRequest"> & {
+  /**
+   * The model's id, e.g. "openai/gpt-4o" or a virtual model's source.
+   *
+   * @generated from field: string model = 1;
+   */
+  model: string;
+};
+
+/**
+ * Describes the message switchyard.v1.GetModelRequest.
+ * Use `create(GetModelRequestSchema)` to create a new message.
+ */
+export declare const GetModelRequestSchema: GenMessage<GetModelRequest>;
+
+/**
+ * GetModelResponse carries the model (REST returns the model object itself).
+ *
+ * @generated from message switchyard.v1.GetModelResponse
+ */
+export declare type GetModelResponse = Message<"switchyard.v1.GetModelResponse"> & {
+  /**
+   * The model.
+   *
+   * @generated from field: switchyard.v1.Model model = 1;
+   */
+  model?: Model | undefined;
+};
+
+/**
+ * Describes the message switchyard.v1.GetModelResponse.
+ * Use `create(GetModelResponseSchema)` to create a new message.
+ */
+export declare const GetModelResponseSchema: GenMessage<GetModelResponse>;
+
+/**
  * ListModelsRequest takes no parameters.
  *
  * @generated from message switchyard.v1.ListModelsRequest
@@ -108,6 +148,16 @@ export declare const ModelService: GenService<{
     methodKind: "unary";
     input: typeof ListModelsRequestSchema;
     output: typeof ListModelsResponseSchema;
+  },
+  /**
+   * GetModel returns one routable model, as OpenAI's GET /v1/models/{model}.
+   *
+   * @generated from rpc switchyard.v1.ModelService.GetModel
+   */
+  getModel: {
+    methodKind: "unary";
+    input: typeof GetModelRequestSchema;
+    output: typeof GetModelResponseSchema;
   },
 }>;
 

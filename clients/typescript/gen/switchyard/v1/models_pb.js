@@ -9,28 +9,42 @@ import { file_google_api_annotations } from "../../google/api/annotations_pb.js"
  * Describes the file switchyard/v1/models.proto.
  */
 export const file_switchyard_v1_models = /*@__PURE__*/
-  fileDesc("Chpzd2l0Y2h5YXJkL3YxL21vZGVscy5wcm90bxINc3dpdGNoeWFyZC52MSITChFMaXN0TW9kZWxzUmVxdWVzdCJIChJMaXN0TW9kZWxzUmVzcG9uc2USDgoGb2JqZWN0GAEgASgJEiIKBGRhdGEYAiADKAsyFC5zd2l0Y2h5YXJkLnYxLk1vZGVsIkYKBU1vZGVsEgoKAmlkGAEgASgJEg4KBm9iamVjdBgCIAEoCRIPCgdjcmVhdGVkGAMgASgDEhAKCG93bmVkX2J5GAQgASgJMnUKDE1vZGVsU2VydmljZRJlCgpMaXN0TW9kZWxzEiAuc3dpdGNoeWFyZC52MS5MaXN0TW9kZWxzUmVxdWVzdBohLnN3aXRjaHlhcmQudjEuTGlzdE1vZGVsc1Jlc3BvbnNlIhKC0+STAgwSCi92MS9tb2RlbHNiBnByb3RvMw", [file_google_api_annotations]);
+  fileDesc("Chpzd2l0Y2h5YXJkL3YxL21vZGVscy5wcm90bxINc3dpdGNoeWFyZC52MSIgCg9HZXRNb2RlbFJlcXVlc3QSDQoFbW9kZWwYASABKAkiNwoQR2V0TW9kZWxSZXNwb25zZRIjCgVtb2RlbBgBIAEoCzIULnN3aXRjaHlhcmQudjEuTW9kZWwiEwoRTGlzdE1vZGVsc1JlcXVlc3QiSAoSTGlzdE1vZGVsc1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRIiCgRkYXRhGAIgAygLMhQuc3dpdGNoeWFyZC52MS5Nb2RlbCJGCgVNb2RlbBIKCgJpZBgBIAEoCRIOCgZvYmplY3QYAiABKAkSDwoHY3JlYXRlZBgDIAEoAxIQCghvd25lZF9ieRgEIAEoCTKIAgoMTW9kZWxTZXJ2aWNlEmUKCkxpc3RNb2RlbHMSIC5zd2l0Y2h5YXJkLnYxLkxpc3RNb2RlbHNSZXF1ZXN0GiEuc3dpdGNoeWFyZC52MS5MaXN0TW9kZWxzUmVzcG9uc2UiEoLT5JMCDBIKL3YxL21vZGVscxKQAQoIR2V0TW9kZWwSHi5zd2l0Y2h5YXJkLnYxLkdldE1vZGVsUmVxdWVzdBofLnN3aXRjaHlhcmQudjEuR2V0TW9kZWxSZXNwb25zZSJDgtPkkwI9WiBiBW1vZGVsEhcvdjEvbW9kZWxzL3ttb2RlbD0qLyoqfWIFbW9kZWwSEi92MS9tb2RlbHMve21vZGVsfWIGcHJvdG8z", [file_google_api_annotations]);
+
+/**
+ * Describes the message switchyard.v1.GetModelRequest.
+ * Use `create(GetModelRequestSchema)` to create a new message.
+ */
+export const GetModelRequestSchema = /*@__PURE__*/
+  messageDesc(file_switchyard_v1_models, 0);
+
+/**
+ * Describes the message switchyard.v1.GetModelResponse.
+ * Use `create(GetModelResponseSchema)` to create a new message.
+ */
+export const GetModelResponseSchema = /*@__PURE__*/
+  messageDesc(file_switchyard_v1_models, 1);
 
 /**
  * Describes the message switchyard.v1.ListModelsRequest.
  * Use `create(ListModelsRequestSchema)` to create a new message.
  */
 export const ListModelsRequestSchema = /*@__PURE__*/
-  messageDesc(file_switchyard_v1_models, 0);
+  messageDesc(file_switchyard_v1_models, 2);
 
 /**
  * Describes the message switchyard.v1.ListModelsResponse.
  * Use `create(ListModelsResponseSchema)` to create a new message.
  */
 export const ListModelsResponseSchema = /*@__PURE__*/
-  messageDesc(file_switchyard_v1_models, 1);
+  messageDesc(file_switchyard_v1_models, 3);
 
 /**
  * Describes the message switchyard.v1.Model.
  * Use `create(ModelSchema)` to create a new message.
  */
 export const ModelSchema = /*@__PURE__*/
-  messageDesc(file_switchyard_v1_models, 2);
+  messageDesc(file_switchyard_v1_models, 4);
 
 /**
  * ModelService lists the models Switchyard can route to, as OpenAI's GET /v1/models.
