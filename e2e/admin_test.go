@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -209,8 +208,6 @@ func TestAdminChangesUnderLiveTraffic(t *testing.T) {
 	g := start(t, keysYAML)
 	admin := adminpb.NewAdminServiceClient(g.conn)
 	chat := pb.NewChatServiceClient(g.conn)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
 	for w := range 4 {
@@ -246,7 +243,6 @@ func TestAdminChangesUnderLiveTraffic(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	require.NoError(t, ctx.Err())
 	list, err := admin.ListVirtualModels(withKey("sk-admin"), &adminpb.ListVirtualModelsRequest{})
 	require.NoError(t, err)
 	require.Len(t, list.GetVirtualModels(), 4)
