@@ -230,3 +230,16 @@ func TestPendingSeesOnlyWholeBufferedEvents(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, p.Pending())
 }
+
+func TestUpstreamErrorsNeverEchoTheKey(t *testing.T) {
+	t.Parallel()
+	up := fakeupstream.New()
+	defer up.Close()
+	c := openai.New(openai.Config{Name: "up", BaseURL: up.URL, APIKey: "sk-secret-123456"})
+	defer c.Close()
+	up.Script(fakeupstream.Reply{Status: 401, Body: `{"error":{"message":"Incorrect API key provided: sk-secret-123456","type":"invalid_request_error","code":"invalid_api_key"}}`})
+	_, err := c.Chat(context.Background(), request())
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "sk-secret-123456")
+	require.Contains(t, err.Error(), "[redacted]")
+}

@@ -28,6 +28,7 @@ type errorDetail struct {
 func (c *Client) parseError(status int, h http.Header, body []byte) *providers.Error {
 	e := &providers.Error{Provider: c.name, Status: status, RetryAfter: providers.RetryAfter(h, time.Now())}
 	fillError(e, body)
+	defer c.redact(e)
 	if e.Message == "" {
 		e.Message = strings.TrimSpace(string(body))
 		if e.Message == "" || len(e.Message) > 512 || !json.Valid(body) && strings.ContainsAny(e.Message, "<>") {
@@ -91,6 +92,7 @@ func (c *Client) hiddenError(body []byte) *providers.Error {
 	if e.Message == "" {
 		e.Message = "provider " + c.name + " returned an error inside a 200 response"
 	}
+	c.redact(e)
 	return e
 }
 
@@ -109,4 +111,13 @@ func looksLikeError(body []byte) bool {
 		return false
 	}
 	return len(probe.Error) > 0 && string(probe.Error) != "null" && len(probe.Choices) == 0
+}
+
+// redact removes the upstream API key from an error's text, should the upstream
+// echo it: keys never leave the process.
+func (c *Client) redact(e *providers.Error) {
+	if key := c.cfg.APIKey; len(key) >= 8 {
+		e.Message = strings.ReplaceAll(e.Message, key, "[redacted]")
+		e.Param = strings.ReplaceAll(e.Param, key, "[redacted]")
+	}
 }
