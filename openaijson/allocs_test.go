@@ -27,6 +27,7 @@ func TestAllocationCeilings(t *testing.T) {
 		{"decode request", 45, func() { _ = openaijson.Unmarshal([]byte(benchRequest), &req) }},
 		{"decode response", 105, func() { _ = openaijson.Unmarshal(resp, &r) }},
 		{"decode chunk", 45, func() { _ = openaijson.Unmarshal(chunk, &c) }},
+		{"decode chunk (fast path)", 25, func() { _ = openaijson.UnmarshalChunk(chunk, &c) }},
 		{"encode request", 8, func() { buf = openaijson.Append(buf[:0], &req) }},
 		{"encode response", 5, func() { buf = openaijson.Append(buf[:0], &r) }},
 		{"encode chunk", 4, func() { buf = openaijson.Append(buf[:0], &c) }},

@@ -88,3 +88,14 @@ func BenchmarkEncodeChunk(b *testing.B) {
 		buf = openaijson.Append(buf[:0], &c)
 	}
 }
+
+func BenchmarkDecodeChunkFast(b *testing.B) {
+	b.ReportAllocs()
+	data := firstChunk(b)
+	for b.Loop() {
+		var c pb.ChatCompletionChunk
+		if err := openaijson.UnmarshalChunk(data, &c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

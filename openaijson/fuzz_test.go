@@ -24,6 +24,14 @@ func FuzzDecode(f *testing.F) {
 		if _, err := openaijson.InspectChunk(data); err == nil && !json.Valid(data) {
 			t.Fatalf("InspectChunk accepted invalid JSON %q", data)
 		}
+		var fast, generic pb.ChatCompletionChunk
+		errFast, errGeneric := openaijson.UnmarshalChunk(data, &fast), openaijson.Unmarshal(data, &generic)
+		if (errFast == nil) != (errGeneric == nil) || (errFast != nil && errFast.Error() != errGeneric.Error()) {
+			t.Fatalf("UnmarshalChunk error %v, Unmarshal error %v, for %q", errFast, errGeneric, data)
+		}
+		if errFast == nil && !proto.Equal(&fast, &generic) {
+			t.Fatalf("UnmarshalChunk and Unmarshal differ for %q", data)
+		}
 		for _, msg := range []proto.Message{&pb.ChatCompletionRequest{}, &pb.ChatCompletion{}, &pb.ChatCompletionChunk{}} {
 			if err := openaijson.Unmarshal(data, msg); err != nil {
 				continue

@@ -2,9 +2,12 @@ package openaijson_test
 
 import (
 	"encoding/json"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/openaijson"
@@ -101,5 +104,26 @@ func TestInspectChunk(t *testing.T) {
 	for _, bad := range []string{`{"choices":[{"index":0}`, `{"a":1}x`, `[]`, `{"choices":[1]}`} {
 		_, err := openaijson.InspectChunk([]byte(bad))
 		require.Error(t, err, bad)
+	}
+}
+
+func TestUnmarshalChunkMatchesUnmarshalOnTheCorpus(t *testing.T) {
+	t.Parallel()
+	for _, file := range []string{"chat_completion_stream.txt", "openai_tool_call_stream.txt", "groq_chat_completion_stream.txt", "xai_chat_completion_stream.txt"} {
+		raw, err := os.ReadFile("../internal/fakeupstream/testdata/" + file)
+		require.NoError(t, err)
+		n := 0
+		for _, line := range strings.Split(string(raw), "\n") {
+			data, ok := strings.CutPrefix(line, "data: ")
+			if !ok || data == "[DONE]" {
+				continue
+			}
+			var fast, generic pb.ChatCompletionChunk
+			require.NoError(t, openaijson.UnmarshalChunk([]byte(data), &fast))
+			require.NoError(t, openaijson.Unmarshal([]byte(data), &generic))
+			require.True(t, proto.Equal(&fast, &generic), "%s: %s", file, data)
+			n++
+		}
+		require.Positive(t, n)
 	}
 }

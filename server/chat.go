@@ -203,7 +203,7 @@ func (s *chatService) relay(ctx context.Context, rep *report, route router.Route
 // OpenAI always sends, and drops usage the client did not ask for.
 func normalizedChunk(raw []byte, model string, wantsUsage bool) *pb.ChatCompletionChunk {
 	c := &pb.ChatCompletionChunk{}
-	_ = openaijson.Unmarshal(raw, c) // InspectChunk already checked the syntax
+	_ = openaijson.UnmarshalChunk(raw, c) // InspectChunk already checked the syntax
 	if c.Object == "" {
 		c.Object = "chat.completion.chunk"
 	}

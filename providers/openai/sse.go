@@ -158,7 +158,7 @@ func (s *stream) readFirst() (*pb.ChatCompletionChunk, error) {
 
 func (s *stream) decode(data []byte) (*pb.ChatCompletionChunk, error) {
 	chunk := &pb.ChatCompletionChunk{}
-	if err := openaijson.Unmarshal(data, chunk); err != nil {
+	if err := openaijson.UnmarshalChunk(data, chunk); err != nil {
 		return nil, err
 	}
 	if chunk.Object == "" {

@@ -1,0 +1,275 @@
+package openaijson
+
+import (
+	"strconv"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+)
+
+// UnmarshalChunk decodes a chat.completion.chunk, the message decoded once per
+// stream event. It fills the generated struct directly and falls back to
+// Unmarshal (which names the offending member) for anything unexpected, so its
+// result is always what Unmarshal gives.
+func UnmarshalChunk(data []byte, c *pb.ChatCompletionChunk) error {
+	proto.Reset(c)
+	d := chunkDecoder{s: scanner{data: data}}
+	if d.chunk(c) && d.s.atEnd() {
+		return nil
+	}
+	return Unmarshal(data, c)
+}
+
+// chunkDecoder reports failure as false; the caller then decodes generically.
+type chunkDecoder struct{ s scanner }
+
+func (d *chunkDecoder) str() (string, bool) {
+	if d.s.peek() != '"' {
+		return "", false
+	}
+	v, err := d.s.str()
+	return v, err == nil
+}
+
+// optStr reads a string or null into an optional field.
+func (d *chunkDecoder) optStr(dst **string) bool {
+	if d.s.peek() == 'n' {
+		return d.s.literal("null")
+	}
+	v, ok := d.str()
+	if ok {
+		*dst = &v
+	}
+	return ok
+}
+
+func (d *chunkDecoder) int64() (int64, bool) {
+	if c := d.s.peek(); c != '-' && (c < '0' || c > '9') {
+		return 0, false
+	}
+	num, err := d.s.number()
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(num), 10, 64)
+	return n, err == nil
+}
+
+func (d *chunkDecoder) int32() (int32, bool) {
+	n, ok := d.int64()
+	return int32(n), ok && n >= -1<<31 && n < 1<<31
+}
+
+// extra keeps an unknown member.
+func (d *chunkDecoder) extra(dst **structpb.Struct, key []byte) bool {
+	v, err := d.s.value()
+	if err != nil {
+		return false
+	}
+	if *dst == nil {
+		*dst = &structpb.Struct{Fields: map[string]*structpb.Value{}}
+	}
+	(*dst).Fields[string(key)] = v
+	return true
+}
+
+// structOrNull reads an object into a Struct field (null leaves it unset).
+func (d *chunkDecoder) structOrNull(dst **structpb.Struct) bool {
+	switch d.s.peek() {
+	case 'n':
+		return d.s.literal("null")
+	case '{':
+		st, err := d.s.structValue()
+		*dst = st
+		return err == nil
+	}
+	return false
+}
+
+var errFallback = errSyntax
+
+// object runs member per key; member returning false aborts.
+func (d *chunkDecoder) object(member func(key []byte) bool) bool {
+	if d.s.peek() != '{' {
+		return false
+	}
+	return d.s.object(func(key []byte) error {
+		if !member(key) {
+			return errFallback
+		}
+		return nil
+	}) == nil
+}
+
+func (d *chunkDecoder) array(item func() bool) bool {
+	if d.s.peek() == 'n' {
+		return d.s.literal("null")
+	}
+	if d.s.peek() != '[' {
+		return false
+	}
+	return d.s.array(func(int) error {
+		if !item() {
+			return errFallback
+		}
+		return nil
+	}) == nil
+}
+
+func (d *chunkDecoder) chunk(c *pb.ChatCompletionChunk) bool {
+	return d.object(func(key []byte) bool {
+		var ok bool
+		switch string(key) {
+		case "id":
+			c.Id, ok = d.str()
+		case "object":
+			c.Object, ok = d.str()
+		case "created":
+			c.Created, ok = d.int64()
+		case "model":
+			c.Model, ok = d.str()
+		case "system_fingerprint":
+			ok = d.optStr(&c.SystemFingerprint)
+		case "service_tier":
+			ok = d.optStr(&c.ServiceTier)
+		case "choices":
+			ok = d.array(func() bool {
+				ch := &pb.ChunkChoice{}
+				c.Choices = append(c.Choices, ch)
+				return d.choice(ch)
+			})
+		case "usage":
+			if d.s.peek() == 'n' {
+				return d.s.literal("null")
+			}
+			if c.Usage == nil {
+				c.Usage = &pb.Usage{}
+			}
+			ok = d.usage(c.Usage)
+		case "extra":
+			return false // a member named like the extra field: let the generic decoder judge
+		default:
+			ok = d.extra(&c.Extra, key)
+		}
+		return ok
+	})
+}
+
+func (d *chunkDecoder) choice(ch *pb.ChunkChoice) bool {
+	return d.object(func(key []byte) bool {
+		var ok bool
+		switch string(key) {
+		case "index":
+			ch.Index, ok = d.int32()
+		case "delta":
+			if d.s.peek() == 'n' {
+				return d.s.literal("null")
+			}
+			if ch.Delta == nil {
+				ch.Delta = &pb.ChatDelta{}
+			}
+			ok = d.delta(ch.Delta)
+		case "finish_reason":
+			ok = d.optStr(&ch.FinishReason)
+		case "logprobs":
+			ok = d.structOrNull(&ch.Logprobs)
+		case "extra":
+			return false
+		default:
+			ok = d.extra(&ch.Extra, key)
+		}
+		return ok
+	})
+}
+
+func (d *chunkDecoder) delta(dl *pb.ChatDelta) bool {
+	return d.object(func(key []byte) bool {
+		var ok bool
+		switch string(key) {
+		case "role":
+			ok = d.optStr(&dl.Role)
+		case "content":
+			ok = d.optStr(&dl.Content)
+		case "refusal":
+			ok = d.optStr(&dl.Refusal)
+		case "tool_calls":
+			ok = d.array(func() bool {
+				tc := &pb.ToolCall{}
+				dl.ToolCalls = append(dl.ToolCalls, tc)
+				return d.toolCall(tc)
+			})
+		case "extra":
+			return false
+		default:
+			ok = d.extra(&dl.Extra, key)
+		}
+		return ok
+	})
+}
+
+func (d *chunkDecoder) toolCall(tc *pb.ToolCall) bool {
+	return d.object(func(key []byte) bool {
+		var ok bool
+		switch string(key) {
+		case "index":
+			if d.s.peek() == 'n' {
+				return d.s.literal("null")
+			}
+			var n int32
+			n, ok = d.int32()
+			tc.Index = &n
+		case "id":
+			ok = d.optStr(&tc.Id)
+		case "type":
+			ok = d.optStr(&tc.Type)
+		case "function":
+			if d.s.peek() == 'n' {
+				return d.s.literal("null")
+			}
+			if tc.Function == nil {
+				tc.Function = &pb.FunctionCall{}
+			}
+			ok = d.object(func(k []byte) bool {
+				switch string(k) {
+				case "name":
+					return d.optStr(&tc.Function.Name)
+				case "arguments":
+					return d.optStr(&tc.Function.Arguments)
+				case "extra":
+					return false
+				}
+				return d.extra(&tc.Function.Extra, k)
+			})
+		case "extra":
+			return false
+		default:
+			ok = d.extra(&tc.Extra, key)
+		}
+		return ok
+	})
+}
+
+func (d *chunkDecoder) usage(u *pb.Usage) bool {
+	return d.object(func(key []byte) bool {
+		var ok bool
+		switch string(key) {
+		case "prompt_tokens":
+			u.PromptTokens, ok = d.int32()
+		case "completion_tokens":
+			u.CompletionTokens, ok = d.int32()
+		case "total_tokens":
+			u.TotalTokens, ok = d.int32()
+		case "prompt_tokens_details":
+			ok = d.structOrNull(&u.PromptTokensDetails)
+		case "completion_tokens_details":
+			ok = d.structOrNull(&u.CompletionTokensDetails)
+		case "extra":
+			return false
+		default:
+			ok = d.extra(&u.Extra, key)
+		}
+		return ok
+	})
+}
