@@ -28,6 +28,7 @@ func TestAllocationCeilings(t *testing.T) {
 		{"decode response", 105, func() { _ = openaijson.Unmarshal(resp, &r) }},
 		{"decode chunk", 45, func() { _ = openaijson.Unmarshal(chunk, &c) }},
 		{"decode chunk (fast path)", 25, func() { _ = openaijson.UnmarshalChunk(chunk, &c) }},
+		{"decode response (fast path)", 60, func() { _ = openaijson.UnmarshalCompletion(resp, &r) }},
 		{"encode request", 8, func() { buf = openaijson.Append(buf[:0], &req) }},
 		{"encode response", 5, func() { buf = openaijson.Append(buf[:0], &r) }},
 		{"encode chunk", 4, func() { buf = openaijson.Append(buf[:0], &c) }},

@@ -99,3 +99,14 @@ func BenchmarkDecodeChunkFast(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkDecodeResponseFast(b *testing.B) {
+	b.ReportAllocs()
+	data := load(b, "../internal/fakeupstream/testdata/chat_completion.json")
+	for b.Loop() {
+		var resp pb.ChatCompletion
+		if err := openaijson.UnmarshalCompletion(data, &resp); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -32,6 +32,14 @@ func FuzzDecode(f *testing.F) {
 		if errFast == nil && !proto.Equal(&fast, &generic) {
 			t.Fatalf("UnmarshalChunk and Unmarshal differ for %q", data)
 		}
+		var fastC, genericC pb.ChatCompletion
+		errFast, errGeneric = openaijson.UnmarshalCompletion(data, &fastC), openaijson.Unmarshal(data, &genericC)
+		if (errFast == nil) != (errGeneric == nil) || (errFast != nil && errFast.Error() != errGeneric.Error()) {
+			t.Fatalf("UnmarshalCompletion error %v, Unmarshal error %v, for %q", errFast, errGeneric, data)
+		}
+		if errFast == nil && !proto.Equal(&fastC, &genericC) {
+			t.Fatalf("UnmarshalCompletion and Unmarshal differ for %q", data)
+		}
 		for _, msg := range []proto.Message{&pb.ChatCompletionRequest{}, &pb.ChatCompletion{}, &pb.ChatCompletionChunk{}} {
 			if err := openaijson.Unmarshal(data, msg); err != nil {
 				continue

@@ -127,3 +127,15 @@ func TestUnmarshalChunkMatchesUnmarshalOnTheCorpus(t *testing.T) {
 		require.Positive(t, n)
 	}
 }
+
+func TestUnmarshalCompletionMatchesUnmarshalOnTheCorpus(t *testing.T) {
+	t.Parallel()
+	for _, file := range []string{"chat_completion.json", "chat_with_tools.json", "groq_chat_with_tools.json"} {
+		raw, err := os.ReadFile("../internal/fakeupstream/testdata/" + file)
+		require.NoError(t, err)
+		var fast, generic pb.ChatCompletion
+		require.NoError(t, openaijson.UnmarshalCompletion(raw, &fast))
+		require.NoError(t, openaijson.Unmarshal(raw, &generic))
+		require.True(t, proto.Equal(&fast, &generic), file)
+	}
+}

@@ -184,7 +184,7 @@ func (c *Client) Chat(ctx context.Context, req *providers.Request) (*pb.ChatComp
 		return nil, e
 	}
 	out := &pb.ChatCompletion{}
-	if err := openaijson.Unmarshal(body, out); err != nil {
+	if err := openaijson.UnmarshalCompletion(body, out); err != nil {
 		return nil, &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Err: err, Kind: providers.KindUnreadable,
 			Message: fmt.Sprintf("provider %s returned an unreadable response: %v", c.name, err)}
 	}
