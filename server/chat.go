@@ -102,7 +102,11 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 	call := callOf(ctx)
 	call.Trace, call.IncludeUsage = &rep.trace, true
 	wantsUsage := req.GetStreamOptions().GetIncludeUsage()
-	st, route, err := s.router.Stream(ctx, req, call)
+	// upstream is the upstream call's own context: cancelling it releases the
+	// upstream without touching the client's call.
+	upstream, release := context.WithCancel(ctx)
+	defer release()
+	st, route, err := s.router.Stream(upstream, req, call)
 	rep.target = route
 	if err != nil {
 		return toStatus(s.log, err)
@@ -116,11 +120,11 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 	}
 	// A gRPC client that stops reading blocks Send once its flow-control window is
 	// full: after writeTimeout the upstream stream is released instead of pinned.
-	var release *time.Timer
+	var blocked *time.Timer
 	if s.writeTimeout > 0 && sse == nil {
-		release = time.AfterFunc(time.Hour, func() { _ = st.Close() })
-		release.Stop()
-		defer release.Stop()
+		blocked = time.AfterFunc(time.Hour, release)
+		blocked.Stop()
+		defer blocked.Stop()
 	}
 	first := true
 	for {
@@ -148,12 +152,12 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 		if sse != nil && pender != nil {
 			sse.more = pender.Pending()
 		}
-		if release != nil {
-			release.Reset(s.writeTimeout)
+		if blocked != nil {
+			blocked.Reset(s.writeTimeout)
 		}
 		err = out.Send(chunk)
-		if release != nil {
-			release.Stop()
+		if blocked != nil {
+			blocked.Stop()
 		}
 		if err != nil {
 			return err

@@ -64,6 +64,26 @@ func (r *eventReader) next() ([]byte, error) {
 
 var doneMarker = []byte("[DONE]")
 
+// readers recycles the 32 KiB stream read buffers: one per stream would otherwise
+// be most of the garbage a streaming request makes.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
+
+func newReader(r io.Reader) *bufio.Reader {
+	rd := readers.Get().(*bufio.Reader)
+	rd.Reset(r)
+	return rd
+}
+
+// putReader recycles rd; the stream that owned it must not read again (Close is
+// called by the stream's owner only, and the stream reports done afterwards).
+func putReader(rd *bufio.Reader) {
+	if rd.Size() != 32<<10 {
+		return // not one of ours
+	}
+	rd.Reset(nil)
+	readers.Put(rd)
+}
+
 // pending reports whether a whole further event is already buffered, so that the
 // next read will not wait for the upstream.
 func (r *eventReader) pending() bool {
@@ -97,7 +117,7 @@ func (c *Client) Stream(ctx context.Context, req *providers.Request) (providers.
 		return nil, c.parseError(resp.StatusCode, resp.Header, body)
 	}
 	s := &stream{c: c, body: resp.Body, cancel: cancel, ctx: sctx, model: req.Model,
-		events: eventReader{rd: bufio.NewReaderSize(resp.Body, 32<<10)}}
+		events: eventReader{rd: newReader(resp.Body)}}
 	first, err := s.readFirst()
 	if err != nil {
 		s.Close()
@@ -284,6 +304,7 @@ func (s *stream) Close() error {
 		}
 		s.cancel(nil)
 		s.body.Close()
+		putReader(s.events.rd)
 	})
 	return nil
 }
