@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -96,11 +97,11 @@ func (c *Client) hiddenError(body []byte) *providers.Error {
 	return e
 }
 
-// looksLikeError is a cheap pre-check: a JSON object with an "error" member and
-// neither "choices" nor "id".
+// looksLikeError is a cheap pre-check, run on every response and stream event: a
+// JSON object with an "error" member and no "choices".
 func looksLikeError(body []byte) bool {
-	s := strings.TrimSpace(string(body))
-	if !strings.HasPrefix(s, "{") || !strings.Contains(s, `"error"`) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' || !bytes.Contains(trimmed, []byte(`"error"`)) {
 		return false
 	}
 	var probe struct {
