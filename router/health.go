@@ -1,8 +1,6 @@
 package router
 
 import (
-	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -68,18 +66,6 @@ func (h *providerHealth) summary(now time.Time) (reqs, fails int, failing string
 		}
 	}
 	return reqs, fails, failing
-}
-
-// countsAsFailure says whether an attempt's error counts against request health:
-// skipped targets (open breaker) and cancellations do not; upstream 4xx do, since
-// they never trip a breaker yet show a provider failing on real calls.
-func countsAsFailure(err error) bool {
-	switch {
-	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, resilience.ErrBreakerOpen), errors.Is(err, resilience.ErrNoBreakerSlot):
-		return false
-	}
-	return true
 }
 
 // Provider statuses, as the admin API shows them.

@@ -192,13 +192,16 @@ func (r *Router) walk(ctx context.Context, body *pb.ChatCompletionRequest, call 
 	return last, lastErr
 }
 
-// record feeds the request-health window the admin API reports.
+// record feeds the request-health window the admin API reports. Skipped targets
+// (open breaker) and cancellations are not requests to the provider; every other
+// error counts, upstream 4xx included: they never trip a breaker, yet show a
+// provider failing on real calls.
 func (r *Router) record(route Route, err error) {
 	if errors.Is(err, resilience.ErrBreakerOpen) || errors.Is(err, resilience.ErrNoBreakerSlot) ||
-		errors.Is(err, context.Canceled) {
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return
 	}
-	r.health[route.Provider].record(route.Model, countsAsFailure(err), time.Now())
+	r.health[route.Provider].record(route.Model, err != nil, time.Now())
 }
 
 // Chat runs a non-stream chat completion and says which route answered.

@@ -43,7 +43,10 @@ func (f *fakeProvider) next(req *providers.Request) error {
 	return q[0]
 }
 
-func (f *fakeProvider) Chat(_ context.Context, req *providers.Request) (*pb.ChatCompletion, error) {
+func (f *fakeProvider) Chat(ctx context.Context, req *providers.Request) (*pb.ChatCompletion, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if err := f.next(req); err != nil {
 		return nil, err
 	}
@@ -325,4 +328,36 @@ func TestStreamFailsOverBeforeFirstEvent(t *testing.T) {
 	_, route, err := f.r.Stream(context.Background(), &pb.ChatCompletionRequest{Model: "chat"}, Call{})
 	require.NoError(t, err)
 	require.Equal(t, "b/m1", route.String())
+}
+
+func TestReportMarksAKeepsFailingModelDegraded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	status := func(name string) ProviderReport {
+		for _, rep := range f.r.Report() {
+			if rep.Name == name {
+				return rep
+			}
+		}
+		t.Fatalf("no provider %s", name)
+		return ProviderReport{}
+	}
+	require.Equal(t, StatusHealthy, status("a").Status)
+	f.a.errs["m2"] = []error{perr(400, "bad"), perr(400, "bad")}
+	_, _ = f.chat("a/m2")
+	_, _ = f.chat("a/m2")
+	_, _ = f.chat("a/m2") // succeeds
+	require.Equal(t, StatusHealthy, status("a").Status, "2 failures are not yet a pattern")
+	f.a.errs["m2"] = []error{perr(404, "gone")}
+	_, _ = f.chat("a/m2")
+	rep := status("a")
+	require.Equal(t, StatusDegraded, rep.Status, "3 failures making half the model's requests")
+	require.Equal(t, 4, rep.RecentRequests)
+	require.Equal(t, 3, rep.RecentFailures)
+	require.Contains(t, rep.Reason, "m2")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, _ = f.r.Chat(ctx, &pb.ChatCompletionRequest{Model: "b/m1"}, Call{})
+	require.Zero(t, status("b").RecentRequests, "a cancelled call is not a request to the provider")
 }

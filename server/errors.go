@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -209,7 +210,7 @@ func fromStatus(st *status.Status) openAIError {
 		e.RetryAfterMS, e.ShouldRetry = md["retry_after_ms"], md["should_retry"]
 	}
 	if e.HTTPStatus == 0 {
-		e.HTTPStatus = httpForCode(st.Code())
+		e.HTTPStatus = runtime.HTTPStatusFromCode(st.Code())
 	}
 	if e.Type == "" {
 		e.Type = typeForStatus(e.HTTPStatus)
@@ -223,37 +224,6 @@ func fromStatus(st *status.Status) openAIError {
 		}
 	}
 	return e
-}
-
-// httpForCode mirrors grpc-gateway's runtime.HTTPStatusFromCode.
-func httpForCode(c codes.Code) int {
-	switch c {
-	case codes.OK:
-		return http.StatusOK
-	case codes.Canceled:
-		return 499
-	case codes.InvalidArgument, codes.OutOfRange:
-		return http.StatusBadRequest
-	case codes.DeadlineExceeded:
-		return http.StatusGatewayTimeout
-	case codes.NotFound:
-		return http.StatusNotFound
-	case codes.AlreadyExists, codes.Aborted:
-		return http.StatusConflict
-	case codes.PermissionDenied:
-		return http.StatusForbidden
-	case codes.Unauthenticated:
-		return http.StatusUnauthorized
-	case codes.ResourceExhausted:
-		return http.StatusTooManyRequests
-	case codes.FailedPrecondition:
-		return http.StatusBadRequest
-	case codes.Unimplemented:
-		return http.StatusNotImplemented
-	case codes.Unavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
 }
 
 // appendErrorJSON writes {"error":{"message","type","param","code"}}.
