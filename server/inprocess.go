@@ -23,9 +23,9 @@ type inProcess struct {
 // incomingContext carries the REST headers handlers read as incoming gRPC metadata,
 // exactly as grpc-gateway forwards them.
 func incomingContext(r *http.Request) context.Context {
-	md := metadata.MD{}
-	for k, v := range r.Header {
-		if key, ok := incomingHeader(k); ok {
+	md := make(metadata.MD, 2)
+	for header, key := range forwardedHeaders {
+		if v := r.Header[header]; len(v) > 0 {
 			md[key] = v
 		}
 	}

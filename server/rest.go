@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -59,17 +58,18 @@ func newREST(ctx context.Context, conn *grpc.ClientConn, opt restOptions) (http.
 
 // incomingHeader forwards the headers handlers read as gRPC metadata.
 func incomingHeader(key string) (string, bool) {
-	switch strings.ToLower(key) {
-	case "authorization":
-		return mdAuthorization, true
-	case "x-request-id":
-		return mdRequestID, true
-	case "idempotency-key":
-		return mdIdempotencyKey, true
-	case "traceparent", "tracestate":
-		return strings.ToLower(key), true
-	}
-	return "", false
+	md, ok := forwardedHeaders[http.CanonicalHeaderKey(key)]
+	return md, ok
+}
+
+// forwardedHeaders are the REST headers handlers read, by canonical name, with
+// the gRPC metadata key each becomes.
+var forwardedHeaders = map[string]string{
+	"Authorization":   mdAuthorization,
+	"X-Request-Id":    mdRequestID,
+	"Idempotency-Key": mdIdempotencyKey,
+	"Traceparent":     "traceparent",
+	"Tracestate":      "tracestate",
 }
 
 // outgoingHeader lets only Switchyard's own response metadata out as headers.
