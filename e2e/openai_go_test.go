@@ -166,8 +166,12 @@ func TestGoSDKMasterKey(t *testing.T) {
 
 func TestGoSDKRetrieveModel(t *testing.T) {
 	t.Parallel()
-	g := start(t, "", withYAML("virtual_models:\n  - source: chat\n    targets: [{model: up/gpt-4o}]\n"))
+	g := start(t, "", withProviderYAML("    models: [meta-llama/llama-3]\n"),
+		withYAML("virtual_models:\n  - source: chat\n    targets: [{model: up/gpt-4o}]\n"))
 	c := sdk(g, "k")
+	m3, err := c.Models.Get(context.Background(), "up/meta-llama/llama-3")
+	require.NoError(t, err, "ids with a slash in the model name")
+	require.Equal(t, "up/meta-llama/llama-3", m3.ID)
 	m, err := c.Models.Get(context.Background(), "up/gpt-4o")
 	require.NoError(t, err)
 	require.Equal(t, "up/gpt-4o", m.ID)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -239,7 +238,7 @@ func (s *chatService) incomplete(ctx context.Context, route router.Route, err er
 
 // GetModel returns one listed model by id (provider/model or a virtual model).
 func (s *modelService) GetModel(_ context.Context, req *pb.GetModelRequest) (*pb.GetModelResponse, error) {
-	id := strings.TrimSuffix(req.GetModel(), "/")
+	id := req.GetModel()
 	for _, m := range s.router.Models() {
 		if m.ID == id {
 			return &pb.GetModelResponse{Model: &pb.Model{Id: m.ID, Object: "model", OwnedBy: m.OwnedBy}}, nil

@@ -296,12 +296,12 @@ const file_switchyard_v1_models_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06object\x18\x02 \x01(\tR\x06object\x12\x18\n" +
 	"\acreated\x18\x03 \x01(\x03R\acreated\x12\x19\n" +
-	"\bowned_by\x18\x04 \x01(\tR\aownedBy2\x88\x02\n" +
+	"\bowned_by\x18\x04 \x01(\tR\aownedBy2\xaa\x02\n" +
 	"\fModelService\x12e\n" +
 	"\n" +
 	"ListModels\x12 .switchyard.v1.ListModelsRequest\x1a!.switchyard.v1.ListModelsResponse\"\x12\x82\xd3\xe4\x93\x02\f\x12\n" +
-	"/v1/models\x12\x90\x01\n" +
-	"\bGetModel\x12\x1e.switchyard.v1.GetModelRequest\x1a\x1f.switchyard.v1.GetModelResponse\"C\x82\xd3\xe4\x93\x02=Z b\x05model\x12\x17/v1/models/{model=*/**}b\x05model\x12\x12/v1/models/{model}B\xb6\x01\n" +
+	"/v1/models\x12\xb2\x01\n" +
+	"\bGetModel\x12\x1e.switchyard.v1.GetModelRequest\x1a\x1f.switchyard.v1.GetModelResponse\"e\x82\xd3\xe4\x93\x02_Z\x1fb\x05model\x12\x16/v1/models/{model=*/*}Z!b\x05model\x12\x18/v1/models/{model=*/*/*}b\x05model\x12\x12/v1/models/{model}B\xb6\x01\n" +
 	"\x11com.switchyard.v1B\vModelsProtoP\x01Z?github.com/switchyard/switchyard/gen/switchyard/v1;switchyardv1\xa2\x02\x03SXX\xaa\x02\rSwitchyard.V1\xca\x02\rSwitchyard\\V1\xe2\x02\x19Switchyard\\V1\\GPBMetadata\xea\x02\x0eSwitchyard::V1b\x06proto3"
 
 var (

@@ -134,6 +134,45 @@ func local_request_ModelService_GetModel_1(ctx context.Context, marshaler runtim
 	return msg, metadata, err
 }
 
+func request_ModelService_GetModel_2(ctx context.Context, marshaler runtime.Marshaler, client ModelServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq GetModelRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["model"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "model")
+	}
+	protoReq.Model, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "model", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.GetModel(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_ModelService_GetModel_2(ctx context.Context, marshaler runtime.Marshaler, server ModelServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq GetModelRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["model"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "model")
+	}
+	protoReq.Model, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "model", err)
+	}
+	msg, err := server.GetModel(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 // RegisterModelServiceHandlerServer registers the http handlers for service ModelService to "mux".
 // UnaryRPC     :call ModelServiceServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
@@ -186,7 +225,7 @@ func RegisterModelServiceHandlerServer(ctx context.Context, mux *runtime.ServeMu
 		var stream runtime.ServerTransportStream
 		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/switchyard.v1.ModelService/GetModel", runtime.WithHTTPPathPattern("/v1/models/{model=*/**}"))
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/switchyard.v1.ModelService/GetModel", runtime.WithHTTPPathPattern("/v1/models/{model=*/*}"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
@@ -199,6 +238,26 @@ func RegisterModelServiceHandlerServer(ctx context.Context, mux *runtime.ServeMu
 			return
 		}
 		forward_ModelService_GetModel_1(annotatedContext, mux, outboundMarshaler, w, req, response_ModelService_GetModel_1{resp.(*GetModelResponse)}, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodGet, pattern_ModelService_GetModel_2, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/switchyard.v1.ModelService/GetModel", runtime.WithHTTPPathPattern("/v1/models/{model=*/*/*}"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_ModelService_GetModel_2(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_ModelService_GetModel_2(annotatedContext, mux, outboundMarshaler, w, req, response_ModelService_GetModel_2{resp.(*GetModelResponse)}, mux.GetForwardResponseOptions()...)
 	})
 
 	return nil
@@ -278,7 +337,7 @@ func RegisterModelServiceHandlerClient(ctx context.Context, mux *runtime.ServeMu
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/switchyard.v1.ModelService/GetModel", runtime.WithHTTPPathPattern("/v1/models/{model=*/**}"))
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/switchyard.v1.ModelService/GetModel", runtime.WithHTTPPathPattern("/v1/models/{model=*/*}"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
@@ -290,6 +349,23 @@ func RegisterModelServiceHandlerClient(ctx context.Context, mux *runtime.ServeMu
 			return
 		}
 		forward_ModelService_GetModel_1(annotatedContext, mux, outboundMarshaler, w, req, response_ModelService_GetModel_1{resp.(*GetModelResponse)}, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodGet, pattern_ModelService_GetModel_2, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/switchyard.v1.ModelService/GetModel", runtime.WithHTTPPathPattern("/v1/models/{model=*/*/*}"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_ModelService_GetModel_2(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_ModelService_GetModel_2(annotatedContext, mux, outboundMarshaler, w, req, response_ModelService_GetModel_2{resp.(*GetModelResponse)}, mux.GetForwardResponseOptions()...)
 	})
 	return nil
 }
@@ -312,14 +388,25 @@ func (m response_ModelService_GetModel_1) XXX_ResponseBody() interface{} {
 	return response.Model
 }
 
+type response_ModelService_GetModel_2 struct {
+	*GetModelResponse
+}
+
+func (m response_ModelService_GetModel_2) XXX_ResponseBody() interface{} {
+	response := m.GetModelResponse
+	return response.Model
+}
+
 var (
 	pattern_ModelService_ListModels_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "models"}, ""))
 	pattern_ModelService_GetModel_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "models", "model"}, ""))
-	pattern_ModelService_GetModel_1   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 3, 0, 4, 2, 5, 2}, []string{"v1", "models", "model"}, ""))
+	pattern_ModelService_GetModel_1   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 1, 0, 4, 2, 5, 2}, []string{"v1", "models", "model"}, ""))
+	pattern_ModelService_GetModel_2   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 1, 0, 1, 0, 4, 3, 5, 2}, []string{"v1", "models", "model"}, ""))
 )
 
 var (
 	forward_ModelService_ListModels_0 = runtime.ForwardResponseMessage
 	forward_ModelService_GetModel_0   = runtime.ForwardResponseMessage
 	forward_ModelService_GetModel_1   = runtime.ForwardResponseMessage
+	forward_ModelService_GetModel_2   = runtime.ForwardResponseMessage
 )
