@@ -119,42 +119,60 @@ func (d *chunkDecoder) array(item func() bool) bool {
 }
 
 func (d *chunkDecoder) chunk(c *pb.ChatCompletionChunk) bool {
+	h := envelope{&c.Id, &c.Object, &c.Created, &c.Model, &c.SystemFingerprint, &c.ServiceTier, &c.Usage, &c.Extra}
 	return d.object(func(key []byte) bool {
-		var ok bool
-		switch string(key) {
-		case "id":
-			c.Id, ok = d.str()
-		case "object":
-			c.Object, ok = d.str()
-		case "created":
-			c.Created, ok = d.int64()
-		case "model":
-			c.Model, ok = d.str()
-		case "system_fingerprint":
-			ok = d.optStr(&c.SystemFingerprint)
-		case "service_tier":
-			ok = d.optStr(&c.ServiceTier)
-		case "choices":
-			ok = d.array(func() bool {
-				ch := &pb.ChunkChoice{}
-				c.Choices = append(c.Choices, ch)
-				return d.choice(ch)
-			})
-		case "usage":
-			if d.s.peek() == 'n' {
-				return d.s.literal("null")
-			}
-			if c.Usage == nil {
-				c.Usage = &pb.Usage{}
-			}
-			ok = d.usage(c.Usage)
-		case "extra":
-			return false // a member named like the extra field: let the generic decoder judge
-		default:
-			ok = d.extra(&c.Extra, key)
+		if string(key) != "choices" {
+			return d.envelopeMember(key, h)
 		}
-		return ok
+		return d.array(func() bool {
+			ch := &pb.ChunkChoice{}
+			c.Choices = append(c.Choices, ch)
+			return d.choice(ch)
+		})
 	})
+}
+
+// envelope points at the members a chat.completion and a chat.completion.chunk
+// share, so one decoder fills both.
+type envelope struct {
+	id, object        *string
+	created           *int64
+	model             *string
+	fingerprint, tier **string
+	usage             **pb.Usage
+	extra             **structpb.Struct
+}
+
+// envelopeMember decodes one top-level member other than choices.
+func (d *chunkDecoder) envelopeMember(key []byte, h envelope) bool {
+	var ok bool
+	switch string(key) {
+	case "id":
+		*h.id, ok = d.str()
+	case "object":
+		*h.object, ok = d.str()
+	case "created":
+		*h.created, ok = d.int64()
+	case "model":
+		*h.model, ok = d.str()
+	case "system_fingerprint":
+		ok = d.optStr(h.fingerprint)
+	case "service_tier":
+		ok = d.optStr(h.tier)
+	case "usage":
+		if d.s.peek() == 'n' {
+			return d.s.literal("null")
+		}
+		if *h.usage == nil {
+			*h.usage = &pb.Usage{}
+		}
+		ok = d.usage(*h.usage)
+	case "extra":
+		return false // a member named like the extra field: let the generic decoder judge
+	default:
+		ok = d.extra(h.extra, key)
+	}
+	return ok
 }
 
 func (d *chunkDecoder) choice(ch *pb.ChunkChoice) bool {

@@ -19,41 +19,16 @@ func UnmarshalCompletion(data []byte, c *pb.ChatCompletion) error {
 }
 
 func (d *chunkDecoder) completion(c *pb.ChatCompletion) bool {
+	h := envelope{&c.Id, &c.Object, &c.Created, &c.Model, &c.SystemFingerprint, &c.ServiceTier, &c.Usage, &c.Extra}
 	return d.object(func(key []byte) bool {
-		var ok bool
-		switch string(key) {
-		case "id":
-			c.Id, ok = d.str()
-		case "object":
-			c.Object, ok = d.str()
-		case "created":
-			c.Created, ok = d.int64()
-		case "model":
-			c.Model, ok = d.str()
-		case "system_fingerprint":
-			ok = d.optStr(&c.SystemFingerprint)
-		case "service_tier":
-			ok = d.optStr(&c.ServiceTier)
-		case "choices":
-			ok = d.array(func() bool {
-				ch := &pb.Choice{}
-				c.Choices = append(c.Choices, ch)
-				return d.completionChoice(ch)
-			})
-		case "usage":
-			if d.s.peek() == 'n' {
-				return d.s.literal("null")
-			}
-			if c.Usage == nil {
-				c.Usage = &pb.Usage{}
-			}
-			ok = d.usage(c.Usage)
-		case "extra":
-			return false
-		default:
-			ok = d.extra(&c.Extra, key)
+		if string(key) != "choices" {
+			return d.envelopeMember(key, h)
 		}
-		return ok
+		return d.array(func() bool {
+			ch := &pb.Choice{}
+			c.Choices = append(c.Choices, ch)
+			return d.completionChoice(ch)
+		})
 	})
 }
 
