@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/internal/fakeupstream"
 )
 
@@ -162,4 +164,15 @@ func TestUsageChunkOnlyForClientsThatAskForIt(t *testing.T) {
 	require.Equal(t, true, so["include_usage"], "Switchyard asked the upstream, to count tokens")
 	after := scrape(t, g)
 	require.Equal(t, 4.0, after[key("switchyard_tokens_total", "provider", "up", "model", "gpt-4o", "type", "completion")])
+
+	// The same over gRPC, where chunks are decoded rather than relayed.
+	st, err := pb.NewChatServiceClient(g.conn).StreamChatCompletion(context.Background(), grpcReq())
+	require.NoError(t, err)
+	text, usage := readGRPCStream(t, st)
+	require.Equal(t, "Hello from the fake upstream!", text)
+	require.Nil(t, usage, "the client did not ask for usage")
+	so = g.up.Requests()[1].JSON()["stream_options"].(map[string]any)
+	require.Equal(t, true, so["include_usage"])
+	after = scrape(t, g)
+	require.Equal(t, 8.0, after[key("switchyard_tokens_total", "provider", "up", "model", "gpt-4o", "type", "completion")])
 }
