@@ -55,8 +55,19 @@ type Pender interface {
 // RawStream is implemented by streams that can relay chunks exactly as the
 // upstream sent them, inspected but not decoded (the REST pass-through).
 type RawStream interface {
-	// NextRaw returns the next chunk's bytes, valid until the next call, and what
-	// it holds; it ends like Recv (io.EOF, or an error wrapping ErrStreamIncomplete).
-	// A stream is read with Recv or with NextRaw, not both.
-	NextRaw() ([]byte, openaijson.ChunkInfo, error)
+	// NextRaw returns the next chunk; it ends like Recv (io.EOF, or an error
+	// wrapping ErrStreamIncomplete). A stream is read with Recv or with NextRaw,
+	// not both.
+	NextRaw() (RawChunk, error)
+}
+
+// RawChunk is one chunk as a relay sees it.
+type RawChunk struct {
+	// Bytes is the chunk as the upstream sent it, valid until the next NextRaw.
+	Bytes []byte
+	// Info says what the chunk holds.
+	Info openaijson.ChunkInfo
+	// Decoded is the chunk decoded and normalised (missing members filled in) when
+	// Bytes cannot be relayed as is (Info.Complete is false); nil otherwise.
+	Decoded *pb.ChatCompletionChunk
 }

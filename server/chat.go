@@ -172,7 +172,7 @@ func (s *chatService) relay(ctx context.Context, rep *report, route router.Route
 	pender providers.Pender, sse *sseStream, wantsUsage bool) error {
 	first := true
 	for {
-		raw, info, err := st.NextRaw()
+		c, err := st.NextRaw()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -180,7 +180,7 @@ func (s *chatService) relay(ctx context.Context, rep *report, route router.Route
 			s.incomplete(ctx, route, err)
 			return toStatus(s.log, err)
 		}
-		if info.Usage {
+		if info := c.Info; info.Usage {
 			rep.tokensIn, rep.tokensOut = info.PromptTokens, info.CompletionTokens
 			if !wantsUsage && info.UsageOnly {
 				continue // the usage chunk the client did not ask for
@@ -191,32 +191,24 @@ func (s *chatService) relay(ctx context.Context, rep *report, route router.Route
 			s.metrics.TimeToFirstToken(route.Provider, route.Model, time.Since(rep.start))
 		}
 		sse.more = pender != nil && pender.Pending()
-		if info.Complete && (wantsUsage || !info.Usage) {
-			err = sse.SendRaw(raw)
-		} else {
-			err = sse.SendMsg(normalizedChunk(raw, route.Model, wantsUsage))
+		switch {
+		case c.Decoded == nil && (wantsUsage || !c.Info.Usage):
+			err = sse.SendRaw(c.Bytes)
+		case c.Decoded == nil: // relayable but for usage the client did not ask for
+			chunk := &pb.ChatCompletionChunk{}
+			_ = openaijson.UnmarshalChunk(c.Bytes, chunk) // InspectChunk already checked it
+			chunk.Usage = nil
+			err = sse.SendMsg(chunk)
+		default:
+			if !wantsUsage {
+				c.Decoded.Usage = nil
+			}
+			err = sse.SendMsg(c.Decoded)
 		}
 		if err != nil {
 			return err
 		}
 	}
-}
-
-// normalizedChunk decodes a chunk that cannot be relayed as is, fills the members
-// OpenAI always sends, and drops usage the client did not ask for.
-func normalizedChunk(raw []byte, model string, wantsUsage bool) *pb.ChatCompletionChunk {
-	c := &pb.ChatCompletionChunk{}
-	_ = openaijson.UnmarshalChunk(raw, c) // InspectChunk already checked the syntax
-	if c.Object == "" {
-		c.Object = "chat.completion.chunk"
-	}
-	if c.Model == "" {
-		c.Model = model
-	}
-	if !wantsUsage {
-		c.Usage = nil
-	}
-	return c
 }
 
 // incomplete counts and logs a stream that stopped before its final event.

@@ -219,32 +219,36 @@ func (s *stream) Recv() (*pb.ChatCompletionChunk, error) {
 	return chunk, nil
 }
 
-// NextRaw returns the next chunk as the upstream sent it (valid until the next
-// call), with what a relay needs to know of it; it ends like Recv. Chunks after
-// the first are checked for syntax and required members, not decoded.
-func (s *stream) NextRaw() ([]byte, openaijson.ChunkInfo, error) {
+// NextRaw returns the next chunk as the upstream sent it, with what a relay needs
+// to know of it; a chunk that cannot be relayed as is comes decoded and
+// normalised. Chunks after the first are checked, not decoded, when they have
+// every member OpenAI always sends. It ends like Recv.
+func (s *stream) NextRaw() (providers.RawChunk, error) {
 	if s.first != nil {
-		raw := s.firstRaw
+		c := providers.RawChunk{Bytes: s.firstRaw}
+		c.Info, _ = openaijson.InspectChunk(c.Bytes)
+		if !c.Info.Complete {
+			c.Decoded = s.first // decoded and normalised by readFirst
+		}
 		s.first, s.firstRaw = nil, nil
-		info, _ := openaijson.InspectChunk(raw)
-		return raw, info, nil
+		return c, nil
 	}
 	data, err := s.nextEvent()
 	if err != nil {
-		return nil, openaijson.ChunkInfo{}, err
+		return providers.RawChunk{}, err
 	}
-	info, err := openaijson.InspectChunk(data)
-	if err != nil {
-		// Not plainly relayable: the full decoder decides (and normalises).
-		if _, derr := s.decode(data); derr != nil {
-			return nil, info, s.incomplete(providers.StreamMalformedChunk, fmt.Sprintf("malformed chunk: %v", derr))
+	c := providers.RawChunk{Bytes: data}
+	c.Info, err = openaijson.InspectChunk(data)
+	if err != nil || !c.Info.Complete {
+		if c.Decoded, err = s.decode(data); err != nil {
+			return providers.RawChunk{}, s.incomplete(providers.StreamMalformedChunk, fmt.Sprintf("malformed chunk: %v", err))
 		}
-		info = openaijson.ChunkInfo{Finished: s.finished}
+		c.Info.Complete = false
 	}
-	if info.Finished {
+	if c.Info.Finished {
 		s.finished = true
 	}
-	return data, info, nil
+	return c, nil
 }
 
 // nextEvent reads the next data event after the first: io.EOF after the final
