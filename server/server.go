@@ -119,7 +119,8 @@ func (s *Server) readiness() (bool, string) {
 	if !s.ready.Load() {
 		return false, "shutting down or not started"
 	}
-	if len(s.cfg.Router.Models()) == 0 {
+	n := len(s.cfg.Router.Models())
+	if n == 0 {
 		reason := "degraded: no models available"
 		for _, p := range s.cfg.Router.Providers() {
 			if p.LastError != "" {
@@ -128,7 +129,7 @@ func (s *Server) readiness() (bool, string) {
 		}
 		return false, reason
 	}
-	return true, fmt.Sprintf("%d models", len(s.cfg.Router.Models()))
+	return true, fmt.Sprintf("%d models", n)
 }
 
 // Serve serves gRPC on grpcLis and REST on httpLis until Shutdown; it returns the

@@ -290,6 +290,9 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 	}
 	_ = tw.Flush()
 	ratio := func(a, b result) string {
+		if a.reqs == 0 || b.reqs == 0 {
+			return "not run"
+		}
 		return fmt.Sprintf("CPU/req %.2fx, req/s %.2fx", float64(a.cpuPerReq())/float64(b.cpuPerReq()), a.rps()/b.rps())
 	}
 	fmt.Fprintf(w, "\nratios Switchyard / floor (targets: CPU/req <= 1.5x, req/s >= 0.8x)\n")
