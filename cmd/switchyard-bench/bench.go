@@ -217,7 +217,9 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 	dur := fs.Duration("d", 10*time.Second, "duration of each measured run")
 	warm := fs.Duration("warmup", time.Second, "warm-up before each run")
 	profile := fs.String("cpuprofile", "", "write Switchyard's CPU profile to this file")
-	only := fs.String("only", "", "run only the modes containing this text (e.g. stream)")
+	memProfile := fs.String("memprofile", "", "write Switchyard's allocation profile to this file")
+	only := fs.String("only", "", "run only these modes (comma-separated: rest, grpc, rest-stream, grpc-stream), or the modes containing this text (e.g. stream)")
+	latency := fs.Bool("latency", true, "also measure added p50 latency at c=1")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -232,7 +234,7 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	defer floor.stop()
-	sy, err := startProc(ctx, "switchyard", "--upstream", upURL, "--cpuprofile", *profile)
+	sy, err := startProc(ctx, "switchyard", "--upstream", upURL, "--cpuprofile", *profile, "--memprofile", *memProfile)
 	if err != nil {
 		return err
 	}
@@ -259,9 +261,23 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 		{"switchyard", "rest-stream", sy, restDo(client, "http://"+sy.addrs["http"]+"/v1/chat/completions", true)},
 		{"switchyard", "grpc-stream", sy, grpcDo(chat, true)},
 	}
+	modes := map[string]bool{}
+	for _, m := range strings.Split(*only, ",") {
+		modes[m] = true
+	}
+	exact := false
+	for _, r := range runs {
+		exact = exact || modes[r.mode]
+	}
+	skip := func(mode string) bool {
+		if exact {
+			return !modes[mode]
+		}
+		return !strings.Contains(mode, *only)
+	}
 	var results []result
 	for _, r := range runs {
-		if *only != "" && !strings.Contains(r.mode, *only) {
+		if *only != "" && skip(r.mode) {
 			results = append(results, result{name: r.name, mode: r.mode})
 			continue
 		}
@@ -275,11 +291,14 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 			p50: percentile(lat, 0.5), p99: percentile(lat, 0.99), cpu: r.p.cpu() - before, rss: r.p.peakRSS()})
 	}
 	// Added latency at c=1: each path's p50 minus the upstream's own p50.
-	direct := restDo(client, upURL+"/v1/chat/completions", false)
-	_, _, dlat, _ := load(ctx, 1, *dur/2, direct)
-	_, _, flat, _ := load(ctx, 1, *dur/2, runs[0].do)
-	_, _, slat, _ := load(ctx, 1, *dur/2, runs[1].do)
-	up50, fl50, sy50 := percentile(dlat, 0.5), percentile(flat, 0.5), percentile(slat, 0.5)
+	var up50, fl50, sy50 time.Duration
+	if *latency {
+		direct := restDo(client, upURL+"/v1/chat/completions", false)
+		_, _, dlat, _ := load(ctx, 1, *dur/2, direct)
+		_, _, flat, _ := load(ctx, 1, *dur/2, runs[0].do)
+		_, _, slat, _ := load(ctx, 1, *dur/2, runs[1].do)
+		up50, fl50, sy50 = percentile(dlat, 0.5), percentile(flat, 0.5), percentile(slat, 0.5)
+	}
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "target\tmode\tc\treq/s\tp50\tp99\tCPU/req\tpeak RSS\terrors\t\n")
@@ -300,10 +319,14 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 	fmt.Fprintf(w, "  non-stream gRPC: %s\n", ratio(results[2], results[0]))
 	fmt.Fprintf(w, "  stream REST:     %s\n", ratio(results[4], results[3]))
 	fmt.Fprintf(w, "  stream gRPC:     %s\n", ratio(results[5], results[3]))
-	fmt.Fprintf(w, "  gRPC unary / REST CPU/req: %.2fx (target < 1)\n", float64(results[2].cpuPerReq())/float64(results[1].cpuPerReq()))
-	fmt.Fprintf(w, "  added p50 at c=1: floor %v, switchyard %v (upstream alone %v) → %.2fx (target <= 1.5x)\n",
-		(fl50 - up50).Round(time.Microsecond), (sy50 - up50).Round(time.Microsecond), up50.Round(time.Microsecond),
-		float64(sy50-up50)/float64(max(fl50-up50, time.Microsecond)))
+	if results[1].reqs > 0 && results[2].reqs > 0 {
+		fmt.Fprintf(w, "  gRPC unary / REST CPU/req: %.2fx (target < 1)\n", float64(results[2].cpuPerReq())/float64(results[1].cpuPerReq()))
+	}
+	if *latency {
+		fmt.Fprintf(w, "  added p50 at c=1: floor %v, switchyard %v (upstream alone %v) → %.2fx (target <= 1.5x)\n",
+			(fl50 - up50).Round(time.Microsecond), (sy50 - up50).Round(time.Microsecond), up50.Round(time.Microsecond),
+			float64(sy50-up50)/float64(max(fl50-up50, time.Microsecond)))
+	}
 	fmt.Fprintf(w, "machine: %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 	return nil
 }

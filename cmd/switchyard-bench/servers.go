@@ -90,8 +90,12 @@ func serveSwitchyard(ctx context.Context, args []string) error {
 	grpcAddr := fs.String("grpc-addr", "127.0.0.1:0", "gRPC listen address")
 	upstream := fs.String("upstream", "", "upstream base, e.g. http://127.0.0.1:1234")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	memProfile := fs.String("memprofile", "", "write an allocation profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *memProfile != "" {
+		defer writeAllocs(*memProfile)
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -143,4 +147,17 @@ func serveOn(ctx context.Context, addr string, h http.Handler) error {
 		return err
 	}
 	return nil
+}
+
+// writeAllocs writes the allocations made since the start (go tool pprof -sample_index=alloc_space).
+func writeAllocs(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "memprofile:", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "memprofile:", err)
+	}
 }
