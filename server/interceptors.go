@@ -79,8 +79,7 @@ func (c chain) run(ctx context.Context, method string, handler func(context.Cont
 // startServerSpan starts the request's server span, continuing the caller's trace
 // (traceparent in gRPC metadata or the REST headers).
 func startServerSpan(ctx context.Context, tracer trace.Tracer, method string) (context.Context, trace.Span) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	ctx = tracing.Propagator.Extract(ctx, tracing.MDCarrier(md))
+	ctx = tracing.Propagator.Extract(ctx, tracing.IncomingCarrier{Ctx: ctx})
 	return tracer.Start(ctx, strings.TrimPrefix(method, "/"), trace.WithSpanKind(trace.SpanKindServer))
 }
 
@@ -118,9 +117,9 @@ func requestID(ctx context.Context) string {
 	return id
 }
 
+// firstMD reads one incoming metadata key without copying the whole metadata.
 func firstMD(ctx context.Context, key string) string {
-	md, _ := metadata.FromIncomingContext(ctx)
-	if v := md.Get(key); len(v) > 0 {
+	if v := metadata.ValueFromIncomingContext(ctx, key); len(v) > 0 {
 		return v[0]
 	}
 	return ""

@@ -70,24 +70,26 @@ func FromEnv(ctx context.Context, env func(string) (string, bool)) (trace.Tracer
 	return tp, tp.Shutdown, nil
 }
 
-// MDCarrier adapts gRPC metadata for propagation.
-type MDCarrier metadata.MD
+// IncomingCarrier reads a call's incoming gRPC metadata for propagation, one key
+// at a time, without copying the metadata (propagators only Get).
+type IncomingCarrier struct{ Ctx context.Context }
 
 // Get returns the first value of key.
-func (c MDCarrier) Get(key string) string {
-	if v := metadata.MD(c).Get(key); len(v) > 0 {
+func (c IncomingCarrier) Get(key string) string {
+	if v := metadata.ValueFromIncomingContext(c.Ctx, key); len(v) > 0 {
 		return v[0]
 	}
 	return ""
 }
 
-// Set replaces key.
-func (c MDCarrier) Set(key, value string) { metadata.MD(c).Set(key, value) }
+// Set does nothing: incoming metadata is read-only.
+func (IncomingCarrier) Set(string, string) {}
 
 // Keys lists the keys.
-func (c MDCarrier) Keys() []string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
+func (c IncomingCarrier) Keys() []string {
+	md, _ := metadata.FromIncomingContext(c.Ctx)
+	keys := make([]string, 0, len(md))
+	for k := range md {
 		keys = append(keys, k)
 	}
 	return keys
