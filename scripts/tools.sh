@@ -12,6 +12,7 @@ mkdir -p "$BIN"
 TOOLS=(
   "google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12 protoc-gen-go"
   "google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2 protoc-gen-go-grpc"
+  "github.com/planetscale/vtprotobuf/cmd/protoc-gen-go-vtproto@v0.6.1-0.20240319094008-0393e58bdf10 protoc-gen-go-vtproto"
   "github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway@v2.33.0 protoc-gen-grpc-gateway"
   "github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2@v2.33.0 protoc-gen-openapiv2"
   "github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4 grpcurl"

@@ -21,6 +21,7 @@ import (
 
 	adminpb "github.com/switchyard/switchyard/gen/switchyard/admin/v1"
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/internal/codec"
 )
 
 // Client calls one Switchyard.
@@ -84,7 +85,8 @@ func Dial(_ context.Context, target string, opts ...Option) (*Client, error) {
 	}
 	dial := []grpc.DialOption{
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20)),
+		// Switchyard's codec: the same protobuf bytes, encoded without reflection.
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.ForceCodecV2(codec.Codec{})),
 	}
 	if o.insecure {
 		dial = append(dial, grpc.WithTransportCredentials(insecure.NewCredentials()))
