@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/switchyard/switchyard/config"
 	adminpb "github.com/switchyard/switchyard/gen/switchyard/admin/v1"
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/internal/codec"
 	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/tracing"
@@ -60,6 +60,14 @@ type Config struct {
 	WriteTimeout time.Duration
 }
 
+// streamWorkers is how many goroutines serve gRPC calls, reused from call to call
+// (calls beyond them get a goroutine each, as without workers). A reused goroutine
+// keeps the stack a call grew; a new one grows it again, copying it each time.
+// Measured with the load harness (gRPC unary CPU per request): 32 workers cost
+// 12-15 % less than 2 (one per core) at 8, 32 and 128 concurrent calls, and 128
+// workers no less than 32.
+const streamWorkers = 32
+
 // Server is a running (or ready to run) Switchyard.
 type Server struct {
 	cfg      Config
@@ -88,7 +96,9 @@ func New(cfg Config) (*Server, error) {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
 		// Measured with the load harness: reusing stream goroutines and sharing write
 		// buffers between connections makes gRPC calls cheaper.
-		grpc.NumStreamWorkers(uint32(runtime.NumCPU())), grpc.SharedWriteBuffer(true))
+		grpc.NumStreamWorkers(streamWorkers), grpc.SharedWriteBuffer(true),
+		// protobuf as always, encoded by generated code instead of reflection (measured: see README).
+		grpc.ForceServerCodecV2(codec.Codec{}))
 	chat := &chatService{log: cfg.Log, router: cfg.Router, metrics: cfg.Metrics, writeTimeout: cfg.WriteTimeout}
 	pb.RegisterChatServiceServer(gs, chat)
 	pb.RegisterModelServiceServer(gs, &modelService{log: cfg.Log, router: cfg.Router})
