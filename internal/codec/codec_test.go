@@ -358,3 +358,18 @@ func BenchmarkUnmarshal(b *testing.B) {
 		})
 	}
 }
+
+// TestMarshalAllocations holds the codec to its allocation ceiling (a regression
+// fails CI without timing anything): the output buffer and its two wrappers.
+func TestMarshalAllocations(t *testing.T) {
+	for _, m := range samples(t)[:5] {
+		allocs := testing.AllocsPerRun(200, func() {
+			data, err := Codec{}.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data.Free()
+		})
+		require.LessOrEqual(t, allocs, 3.0, "%T", m)
+	}
+}
