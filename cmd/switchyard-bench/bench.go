@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,14 +35,14 @@ type proc struct {
 	addrs map[string]string
 }
 
-func startProc(ctx context.Context, args ...string) (*proc, error) {
+func startProc(ctx context.Context, env []string, args ...string) (*proc, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, self, args...)
 	cmd.Stderr = os.Stderr
-	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(runtime.NumCPU()))
+	cmd.Env = append(append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(runtime.NumCPU())), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -220,27 +222,41 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 	memProfile := fs.String("memprofile", "", "write Switchyard's allocation profile to this file")
 	only := fs.String("only", "", "run only these modes (comma-separated: rest, grpc, rest-stream, grpc-stream), or the modes containing this text (e.g. stream)")
 	latency := fs.Bool("latency", true, "also measure added p50 latency at c=1")
+	upstreamProto := fs.String("upstream", "http", "how the floor and Switchyard reach the upstream: http, h1 (HTTPS, HTTP/1.1 only) or h2 (HTTPS offering HTTP/2)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	up, err := startProc(ctx, "upstream")
+	tmp, err := os.MkdirTemp("", "switchyard-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	upArgs, env, roots, err := upstreamSetup(*upstreamProto, tmp)
+	if err != nil {
+		return err
+	}
+	up, err := startProc(ctx, nil, append([]string{"upstream"}, upArgs...)...)
 	if err != nil {
 		return err
 	}
 	defer up.stop()
 	upURL := "http://" + up.addrs["http"]
-	floor, err := startProc(ctx, "proxy", "--upstream", upURL)
+	if roots != nil {
+		upURL = "https://" + up.addrs["https"]
+	}
+	floor, err := startProc(ctx, env, "proxy", "--upstream", upURL)
 	if err != nil {
 		return err
 	}
 	defer floor.stop()
-	sy, err := startProc(ctx, "switchyard", "--upstream", upURL, "--cpuprofile", *profile, "--memprofile", *memProfile)
+	sy, err := startProc(ctx, env, "switchyard", "--upstream", upURL, "--cpuprofile", *profile, "--memprofile", *memProfile)
 	if err != nil {
 		return err
 	}
 	defer sy.stop()
 
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, DisableCompression: true}}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, DisableCompression: true,
+		TLSClientConfig: &tls.Config{RootCAs: roots}}}
 	conn, err := grpc.NewClient(sy.addrs["grpc"], grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
@@ -327,6 +343,30 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 			(fl50 - up50).Round(time.Microsecond), (sy50 - up50).Round(time.Microsecond), up50.Round(time.Microsecond),
 			float64(sy50-up50)/float64(max(fl50-up50, time.Microsecond)))
 	}
-	fmt.Fprintf(w, "machine: %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	fmt.Fprintf(w, "machine: %s/%s, %d CPUs, %s; upstream: %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), *upstreamProto)
 	return nil
+}
+
+// upstreamSetup returns the upstream's flags, the environment the floor and
+// Switchyard need to trust it, and the bench client's roots (nil for plain HTTP).
+func upstreamSetup(proto, dir string) (args, env []string, roots *x509.CertPool, err error) {
+	switch proto {
+	case "http":
+		return nil, nil, nil, nil
+	case "h1", "h2":
+	default:
+		return nil, nil, nil, fmt.Errorf("-upstream %q: want http, h1 or h2", proto)
+	}
+	certFile, keyFile, err := selfSigned(dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pemBytes, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	roots = x509.NewCertPool()
+	roots.AppendCertsFromPEM(pemBytes)
+	args = []string{"--tls-cert", certFile, "--tls-key", keyFile, "--h2=" + strconv.FormatBool(proto == "h2")}
+	return args, []string{"SSL_CERT_FILE=" + certFile}, roots, nil
 }

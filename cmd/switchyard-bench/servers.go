@@ -13,6 +13,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchyard/switchyard/app"
@@ -43,12 +44,24 @@ func streamBody() string {
 func serveUpstream(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("upstream", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	certFile := fs.String("tls-cert", "", "serve HTTPS with this certificate (and -tls-key)")
+	keyFile := fs.String("tls-key", "", "the certificate's key")
+	h2 := fs.Bool("h2", false, "offer HTTP/2 over TLS (else HTTP/1.1 only)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	stream := streamBody()
 	models := `{"object":"list","data":[{"id":"gpt-4o","object":"model","created":1686588896,"owned_by":"system"}]}`
+	var h1, h2n atomic.Int64 // requests by protocol, reported at exit
+	defer func() {
+		fmt.Fprintf(os.Stderr, "upstream served %d HTTP/1.1 and %d HTTP/2 requests\n", h1.Load(), h2n.Load())
+	}()
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 2 {
+			h2n.Add(1)
+		} else {
+			h1.Add(1)
+		}
 		body, _ := io.ReadAll(r.Body)
 		switch {
 		case r.URL.Path == "/v1/models":
@@ -62,7 +75,27 @@ func serveUpstream(ctx context.Context, args []string) error {
 			_, _ = io.WriteString(w, completionBody)
 		}
 	})
-	return serveOn(ctx, *addr, h)
+	if *certFile == "" {
+		return serveOn(ctx, *addr, h)
+	}
+	return serveTLS(ctx, *addr, h, *certFile, *keyFile, *h2)
+}
+
+// serveTLS serves h over HTTPS, offering HTTP/2 or only HTTP/1.1.
+func serveTLS(ctx context.Context, addr string, h http.Handler, certFile, keyFile string, h2 bool) error {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("listening https=%s\n", lis.Addr())
+	srv := &http.Server{Handler: h, Protocols: new(http.Protocols)}
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetHTTP2(h2)
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	if err := srv.ServeTLS(lis, certFile, keyFile); err != http.ErrServerClosed {
+		return err
+	}
+	return nil
 }
 
 // serveProxy is the floor: a bare reverse proxy that only forwards.
@@ -78,7 +111,10 @@ func serveProxy(ctx context.Context, args []string) error {
 		return err
 	}
 	p := httputil.NewSingleHostReverseProxy(u)
-	p.Transport = &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second}
+	// The same pool settings and protocol (HTTP/1.1) as Switchyard's provider client.
+	tr := &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, Protocols: new(http.Protocols)}
+	tr.Protocols.SetHTTP1(true)
+	p.Transport = tr
 	p.FlushInterval = -1
 	return serveOn(ctx, *addr, p)
 }
