@@ -5,11 +5,12 @@
 // (health, reflection, admin) go to grpc-go's own proto codec.
 //
 // Behaviour is protobuf-go's: what proto.Unmarshal rejects is rejected, with its
-// error. The generated unmarshaller does not check that strings are UTF-8 and
-// recurses without limit, so a schema-guided walk over the bytes checks both first;
-// anything unusual (bad UTF-8, deep nesting, malformed bytes, a field of an
-// unexpected wire type) is left to proto.Unmarshal. A fuzz test holds the two to
-// the same answers. One difference remains, on marshal: unknown fields inside a
+// error. The generated unmarshaller does not check that strings are UTF-8, recurses
+// without limit, misreads a map entry whose key or value repeats or comes in another
+// wire type, and drops unknown fields of map entries and of Struct, Value and
+// ListValue; so a schema-guided walk over the bytes looks for all of these first,
+// and anything unusual is left to proto.Unmarshal. A fuzz test holds the two to the
+// same answers. One difference remains, on marshal: unknown fields inside a
 // google.protobuf.Struct, Value or ListValue (types that never change, so only
 // hand-made bytes carry them) are not written.
 package codec
