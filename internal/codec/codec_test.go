@@ -204,35 +204,37 @@ func TestOtherMessagesUseTheStandardCodec(t *testing.T) {
 }
 
 // FuzzUnmarshal: for any bytes, the codec accepts exactly what proto.Unmarshal
-// accepts and decodes it to an equal message; and what it marshals, protobuf-go
-// decodes to that same message.
+// accepts and decodes it to an equal message, for each chat message type; and what
+// it marshals, protobuf-go decodes to that same message.
 func FuzzUnmarshal(f *testing.F) {
 	for _, m := range samples(f) {
-		if req, ok := m.(*pb.ChatCompletionRequest); ok {
-			data, _ := proto.Marshal(req)
-			f.Add(data)
-		}
+		data, _ := proto.Marshal(m)
+		f.Add(data)
 	}
 	f.Add(str(1, string([]byte{0xc3})))
 	f.Add(deepBytes(3))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		want := &pb.ChatCompletionRequest{}
-		wantErr := proto.Unmarshal(data, want)
-		got := &pb.ChatCompletionRequest{}
-		err := Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, got)
-		if wantErr != nil {
-			require.Error(t, err)
-			return
+		// The request (what the server decodes) and the response and chunk (what the
+		// Go client decodes).
+		for _, m := range []proto.Message{&pb.ChatCompletionRequest{}, &pb.ChatCompletion{}, &pb.ChatCompletionChunk{}} {
+			want := m.ProtoReflect().New().Interface()
+			wantErr := proto.Unmarshal(data, want)
+			got := m.ProtoReflect().New().Interface()
+			err := Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, got)
+			if wantErr != nil {
+				require.Error(t, err, "%T", m)
+				continue
+			}
+			require.NoError(t, err, "%T", m)
+			canon(want.ProtoReflect())
+			canon(got.ProtoReflect())
+			require.True(t, proto.Equal(want, got), "%T\nwant %v\ngot  %v", m, want, got)
+			again := m.ProtoReflect().New().Interface()
+			require.NoError(t, proto.Unmarshal(marshal(t, got), again))
+			canon(again.ProtoReflect())
+			dropWellKnownUnknowns(got.ProtoReflect())
+			require.True(t, proto.Equal(got, again), "%T\nwant %v\ngot  %v", m, got, again)
 		}
-		require.NoError(t, err)
-		canon(want.ProtoReflect())
-		canon(got.ProtoReflect())
-		require.True(t, proto.Equal(want, got), "want %v\ngot  %v", want, got)
-		again := &pb.ChatCompletionRequest{}
-		require.NoError(t, proto.Unmarshal(marshal(t, got), again))
-		canon(again.ProtoReflect())
-		dropWellKnownUnknowns(got.ProtoReflect())
-		require.True(t, proto.Equal(got, again), "want %v\ngot  %v", got, again)
 	})
 }
 
