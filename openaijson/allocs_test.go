@@ -32,6 +32,7 @@ func TestAllocationCeilings(t *testing.T) {
 		{"encode request", 8, func() { buf = openaijson.Append(buf[:0], &req) }},
 		{"encode response", 5, func() { buf = openaijson.Append(buf[:0], &r) }},
 		{"encode chunk", 4, func() { buf = openaijson.Append(buf[:0], &c) }},
+		{"inspect chunk (REST relay)", 0, func() { _, _ = openaijson.InspectChunk(chunk) }},
 	}
 	for _, tc := range cases {
 		tc.run()

@@ -200,58 +200,16 @@ func (s *scanner) number() ([]byte, error) {
 	return s.data[start:s.pos], nil
 }
 
-// skip reads past any value, checking its syntax.
+// skip reads past any value, checking its syntax, without allocating (but for
+// strings with escapes).
 func (s *scanner) skip() error {
 	switch s.peek() {
 	case '{':
-		s.pos++
-		if s.peek() == '}' {
-			s.pos++
-			return nil
-		}
-		for {
-			if _, err := s.str(); err != nil {
-				return err
-			}
-			if err := s.expect(':'); err != nil {
-				return err
-			}
-			if err := s.skip(); err != nil {
-				return err
-			}
-			switch s.peek() {
-			case ',':
-				s.pos++
-			case '}':
-				s.pos++
-				return nil
-			default:
-				return errSyntax
-			}
-		}
+		return s.object(func([]byte) error { return s.skip() })
 	case '[':
-		s.pos++
-		if s.peek() == ']' {
-			s.pos++
-			return nil
-		}
-		for {
-			if err := s.skip(); err != nil {
-				return err
-			}
-			switch s.peek() {
-			case ',':
-				s.pos++
-			case ']':
-				s.pos++
-				return nil
-			default:
-				return errSyntax
-			}
-		}
+		return s.array(func(int) error { return s.skip() })
 	case '"':
-		_, err := s.str()
-		return err
+		return s.skipStr()
 	case 't':
 		return s.lit("true")
 	case 'f':
@@ -261,6 +219,25 @@ func (s *scanner) skip() error {
 	}
 	_, err := s.number()
 	return err
+}
+
+// skipStr reads past a string (the opening quote is next). Bytes of any value
+// pass, as str lets them (it mends invalid UTF-8, never rejects it); escapes are
+// checked by str itself.
+func (s *scanner) skipStr() error {
+	for i := s.pos + 1; i < len(s.data); i++ {
+		switch c := s.data[i]; {
+		case c == '"':
+			s.pos = i + 1
+			return nil
+		case c == '\\':
+			_, err := s.str()
+			return err
+		case c < 0x20:
+			return errSyntax
+		}
+	}
+	return errSyntax
 }
 
 func (s *scanner) lit(l string) error {
