@@ -357,16 +357,10 @@ func upstreamSetup(proto, dir string) (args, env []string, roots *x509.CertPool,
 	default:
 		return nil, nil, nil, fmt.Errorf("-upstream %q: want http, h1 or h2", proto)
 	}
-	certFile, keyFile, err := selfSigned(dir)
+	certFile, keyFile, roots, err := selfSigned(dir)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	pemBytes, err := os.ReadFile(certFile)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	roots = x509.NewCertPool()
-	roots.AppendCertsFromPEM(pemBytes)
 	args = []string{"--tls-cert", certFile, "--tls-key", keyFile, "--h2=" + strconv.FormatBool(proto == "h2")}
 	return args, []string{"SSL_CERT_FILE=" + certFile}, roots, nil
 }

@@ -75,27 +75,10 @@ func serveUpstream(ctx context.Context, args []string) error {
 			_, _ = io.WriteString(w, completionBody)
 		}
 	})
-	if *certFile == "" {
-		return serveOn(ctx, *addr, h)
-	}
-	return serveTLS(ctx, *addr, h, *certFile, *keyFile, *h2)
-}
-
-// serveTLS serves h over HTTPS, offering HTTP/2 or only HTTP/1.1.
-func serveTLS(ctx context.Context, addr string, h http.Handler, certFile, keyFile string, h2 bool) error {
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("listening https=%s\n", lis.Addr())
 	srv := &http.Server{Handler: h, Protocols: new(http.Protocols)}
 	srv.Protocols.SetHTTP1(true)
-	srv.Protocols.SetHTTP2(h2)
-	go func() { <-ctx.Done(); _ = srv.Close() }()
-	if err := srv.ServeTLS(lis, certFile, keyFile); err != http.ErrServerClosed {
-		return err
-	}
-	return nil
+	srv.Protocols.SetHTTP2(*h2) // over TLS only
+	return serve(ctx, *addr, srv, *certFile, *keyFile)
 }
 
 // serveProxy is the floor: a bare reverse proxy that only forwards.
@@ -172,14 +155,27 @@ func serveSwitchyard(ctx context.Context, args []string) error {
 }
 
 func serveOn(ctx context.Context, addr string, h http.Handler) error {
+	return serve(ctx, addr, &http.Server{Handler: h}, "", "")
+}
+
+// serve runs srv on addr until ctx ends: HTTPS when given a certificate.
+func serve(ctx context.Context, addr string, srv *http.Server, certFile, keyFile string) error {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("listening http=%s\n", lis.Addr())
-	srv := &http.Server{Handler: h}
+	scheme := "http"
+	if certFile != "" {
+		scheme = "https"
+	}
+	fmt.Printf("listening %s=%s\n", scheme, lis.Addr())
 	go func() { <-ctx.Done(); _ = srv.Close() }()
-	if err := srv.Serve(lis); err != http.ErrServerClosed {
+	if certFile != "" {
+		err = srv.ServeTLS(lis, certFile, keyFile)
+	} else {
+		err = srv.Serve(lis)
+	}
+	if err != http.ErrServerClosed {
 		return err
 	}
 	return nil
