@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/openaijson"
@@ -49,8 +50,18 @@ func TestSSEFraming(t *testing.T) {
 	require.NoError(t, openaijson.UnmarshalChunk([]byte(rawChunk), chunk))
 	s.more = true
 	require.NoError(t, s.SendMsg(chunk))
-	require.True(t, strings.HasPrefix(string(w.last), "data: {") && strings.HasSuffix(string(w.last), "}\n\n"))
-	require.Equal(t, 1, w.flushes, "a burst is flushed once, by its last event")
+	payload, ok := strings.CutPrefix(string(w.last), "data: ")
+	require.True(t, ok)
+	payload, ok = strings.CutSuffix(payload, "\n\n")
+	require.True(t, ok)
+	require.NotContains(t, payload, "\n")
+	sent := &pb.ChatCompletionChunk{}
+	require.NoError(t, openaijson.UnmarshalChunk([]byte(payload), sent))
+	require.True(t, proto.Equal(chunk, sent), "the event carries the chunk")
+	require.Equal(t, 1, w.flushes, "not flushed: the next event is at hand")
+	s.more = false
+	require.NoError(t, s.SendRaw([]byte(rawChunk)))
+	require.Equal(t, 2, w.flushes, "a burst is flushed once, by its last event")
 }
 
 // TestSSEAllocations holds the per-chunk framing to zero allocations of its own once

@@ -100,6 +100,12 @@ func TestLargeMessagesUsePooledBuffers(t *testing.T) {
 	big := &pb.ChatCompletionRequest{Model: "m", Messages: []*pb.ChatMessage{{Role: "user", Content: structpb.NewStringValue(strings.Repeat("x", 64<<10))}}}
 	data, err := Codec{}.Marshal(big)
 	require.NoError(t, err)
+	_, plain := data[0].(mem.SliceBuffer)
+	require.False(t, plain, "a large message's buffer comes from the pool")
+	small, err := Codec{}.Marshal(&pb.ChatCompletionRequest{Model: "m"})
+	require.NoError(t, err)
+	_, plain = small[0].(mem.SliceBuffer)
+	require.True(t, plain, "a small one is a plain slice")
 	got := &pb.ChatCompletionRequest{}
 	require.NoError(t, Codec{}.Unmarshal(data, got))
 	data.Free()
