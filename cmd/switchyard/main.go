@@ -12,8 +12,12 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv); err != nil {
-		fmt.Fprintln(os.Stderr, "switchyard:", err)
-		os.Exit(1)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv)
+	if code := exitCode(err); code != 0 {
+		if !isUsage(err) {
+			fmt.Fprintln(os.Stderr, "switchyard:", err)
+		}
+		stop()
+		os.Exit(code)
 	}
 }

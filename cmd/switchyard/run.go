@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,28 +15,34 @@ import (
 
 // run parses flags, loads the config, serves until ctx ends, then drains.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) (string, bool)) error {
-	fs := flag.NewFlagSet("switchyard", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "YAML config file (also SWITCHYARD_CONFIG)")
-	httpAddr := fs.String("http-addr", "", "REST listen address (overrides server.http_addr)")
-	grpcAddr := fs.String("grpc-addr", "", "gRPC listen address (overrides server.grpc_addr)")
-	logFormat := fs.String("log-format", "", "log format: json or text (default: text on a terminal, else json)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *configPath == "" {
-		*configPath, _ = env("SWITCHYARD_CONFIG")
-	}
-	log := newLogger(stdout, *logFormat, env)
-	cfg, err := config.Load(*configPath, env)
+	o, err := parseFlags(args, stdout, stderr)
 	if err != nil {
 		return err
 	}
-	if *httpAddr != "" {
-		cfg.Server.HTTPAddr = *httpAddr
+	if o.version {
+		fmt.Fprintln(stdout, "switchyard", version())
+		return nil
 	}
-	if *grpcAddr != "" {
-		cfg.Server.GRPCAddr = *grpcAddr
+	if o.configPath == "" {
+		o.configPath, _ = env("SWITCHYARD_CONFIG")
+	}
+	if o.logFormat == "" {
+		o.logFormat, _ = env("SWITCHYARD_LOG_FORMAT")
+		if o.logFormat != "" && o.logFormat != "json" && o.logFormat != "text" {
+			return fmt.Errorf("SWITCHYARD_LOG_FORMAT=%q: want json or text", o.logFormat)
+		}
+	}
+	log := newLogger(stdout, o.logFormat)
+	log.Info("Switchyard starting", "version", version())
+	cfg, err := config.Load(o.configPath, env)
+	if err != nil {
+		return err
+	}
+	if o.httpAddr != "" {
+		cfg.Server.HTTPAddr = o.httpAddr
+	}
+	if o.grpcAddr != "" {
+		cfg.Server.GRPCAddr = o.grpcAddr
 	}
 	tp, stopTracing, err := tracing.FromEnv(ctx, env)
 	if err != nil {
@@ -64,10 +69,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 	return nil
 }
 
-func newLogger(w io.Writer, format string, env func(string) (string, bool)) *slog.Logger {
-	if format == "" {
-		format, _ = env("SWITCHYARD_LOG_FORMAT")
-	}
+// newLogger logs in format (json or text); "" picks text on a terminal, else json.
+func newLogger(w io.Writer, format string) *slog.Logger {
 	if format == "" {
 		format = "json"
 		if f, ok := w.(*os.File); ok {
