@@ -1,5 +1,6 @@
 // Package simulator is a built-in provider that needs no network: it answers with
-// deterministic text (the same prompt always gives the same words), with a
+// deterministic text (the same prompt always gives the same words), or, when the
+// request offers tools, a deterministic call of one of them (see toolCall), with a
 // configurable time to first token, delay between tokens and length. Switchyard
 // falls back to it when no provider is configured.
 package simulator
@@ -134,6 +135,18 @@ func (s *Simulator) Chat(ctx context.Context, req *providers.Request) (*pb.ChatC
 	if err := sleep(ctx, s.cfg.TimeToFirstToken+time.Duration(n)*s.cfg.TokenDelay); err != nil {
 		return nil, err
 	}
+	if name, args, id, ok := toolCall(req.Body, prompt); ok {
+		finish := "tool_calls"
+		typ := "function"
+		return &pb.ChatCompletion{
+			Id: s.id(), Object: "chat.completion", Created: time.Now().Unix(), Model: req.Model,
+			Choices: []*pb.Choice{{Index: 0, FinishReason: &finish, Message: &pb.ChatMessage{Role: "assistant",
+				Content: structpb.NewNullValue(), ToolCalls: []*pb.ToolCall{{Id: &id, Type: &typ,
+					Function: &pb.FunctionCall{Name: &name, Arguments: &args}}}}}},
+			Usage: &pb.Usage{PromptTokens: int32(promptTokens), CompletionTokens: int32(len(pieces(args))),
+				TotalTokens: int32(promptTokens + len(pieces(args)))},
+		}, nil
+	}
 	text := strings.Join(words(prompt, n), " ")
 	return &pb.ChatCompletion{
 		Id: s.id(), Object: "chat.completion", Created: time.Now().Unix(), Model: req.Model,
@@ -150,9 +163,15 @@ func (s *Simulator) Stream(ctx context.Context, req *providers.Request) (provide
 	}
 	prompt, promptTokens := lastPrompt(req.Body)
 	n, finish := s.maxTokens(req.Body)
-	return &stream{ctx: ctx, s: s, id: s.id(), created: time.Now().Unix(), model: req.Model,
+	st := &stream{ctx: ctx, s: s, id: s.id(), created: time.Now().Unix(), model: req.Model,
 		words: words(prompt, n), finish: finish, promptTokens: promptTokens,
-		usage: req.IncludeUsage || req.Body.GetStreamOptions().GetIncludeUsage()}, nil
+		usage: req.IncludeUsage || req.Body.GetStreamOptions().GetIncludeUsage()}
+	if name, args, id, ok := toolCall(req.Body, prompt); ok {
+		// A tool call streams as OpenAI sends one: id, type and name first, then the
+		// arguments in pieces, then finish_reason "tool_calls".
+		st.words, st.finish, st.tool = pieces(args), "tool_calls", &toolStart{name: name, id: id}
+	}
+	return st, nil
 }
 
 type stream struct {
@@ -165,6 +184,27 @@ type stream struct {
 	promptTokens int
 	usage        bool
 	step         int
+	tool         *toolStart // set: words are pieces of this call's arguments
+}
+
+// toolStart is what a streamed tool call's first piece names.
+type toolStart struct{ name, id string }
+
+// delta is step i's piece (1-based): a word of text, or a piece of tool arguments.
+func (st *stream) delta(i int) *pb.ChatDelta {
+	piece := st.words[i-1]
+	if st.tool == nil {
+		if i > 1 {
+			piece = " " + piece
+		}
+		return &pb.ChatDelta{Content: &piece}
+	}
+	call := &pb.ToolCall{Index: new(int32), Function: &pb.FunctionCall{Arguments: &piece}}
+	if i == 1 {
+		typ := "function"
+		call.Id, call.Type, call.Function.Name = &st.tool.id, &typ, &st.tool.name
+	}
+	return &pb.ChatDelta{ToolCalls: []*pb.ToolCall{call}}
 }
 
 func (st *stream) chunk() *pb.ChatCompletionChunk {
@@ -179,18 +219,18 @@ func (st *stream) Recv() (*pb.ChatCompletionChunk, error) {
 	case i == 0:
 		c := st.chunk()
 		role, empty := "assistant", ""
-		c.Choices = []*pb.ChunkChoice{{Delta: &pb.ChatDelta{Role: &role, Content: &empty}}}
+		d := &pb.ChatDelta{Role: &role, Content: &empty}
+		if st.tool != nil {
+			d.Content = nil
+		}
+		c.Choices = []*pb.ChunkChoice{{Delta: d}}
 		return c, nil
 	case i <= n:
 		if err := sleep(st.ctx, st.s.cfg.TokenDelay); err != nil {
 			return nil, err
 		}
-		word := st.words[i-1]
-		if i > 1 {
-			word = " " + word
-		}
 		c := st.chunk()
-		c.Choices = []*pb.ChunkChoice{{Delta: &pb.ChatDelta{Content: &word}}}
+		c.Choices = []*pb.ChunkChoice{{Delta: st.delta(i)}}
 		return c, nil
 	case i == n+1:
 		c := st.chunk()
