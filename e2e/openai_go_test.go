@@ -10,6 +10,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/require"
 
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/internal/fakeupstream"
 )
 
@@ -179,6 +180,12 @@ func TestGoSDKRetrieveModel(t *testing.T) {
 	m, err = c.Models.Get(context.Background(), "chat")
 	require.NoError(t, err)
 	require.Equal(t, "switchyard", m.OwnedBy)
+	m, err = c.Models.Get(context.Background(), "gpt-4o")
+	require.NoError(t, err, "a bare name resolves as in chat")
+	require.Equal(t, "up/gpt-4o", m.ID, "to the model it routes to")
+	gm, err := pb.NewModelServiceClient(g.conn).GetModel(context.Background(), &pb.GetModelRequest{Model: "meta-llama/llama-3"})
+	require.NoError(t, err, "gRPC GetModel resolves bare names too")
+	require.Equal(t, "up/meta-llama/llama-3", gm.GetModel().GetId())
 	_, err = c.Models.Get(context.Background(), "nope")
 	var apiErr *openai.Error
 	require.True(t, errors.As(err, &apiErr))

@@ -228,15 +228,25 @@ func (s *chatService) incomplete(ctx context.Context, route router.Route, err er
 		"error", err.Error(), "request_id", requestID(ctx))
 }
 
-// GetModel returns one listed model by id (provider/model or a virtual model).
+// GetModel resolves a model name exactly as a chat request does (a virtual model,
+// provider/model, or a bare name) and returns the model it routes to: a virtual
+// model under its own name, a provider model as provider/model.
 func (s *modelService) GetModel(_ context.Context, req *pb.GetModelRequest) (*pb.GetModelResponse, error) {
 	id := req.GetModel()
-	for _, m := range s.router.Models() {
-		if m.ID == id {
-			return &pb.GetModelResponse{Model: &pb.Model{Id: m.ID, Object: "model", OwnedBy: m.OwnedBy}}, nil
+	if _, err := s.router.VirtualModel(id); err == nil {
+		return &pb.GetModelResponse{Model: &pb.Model{Id: id, Object: "model", OwnedBy: "switchyard"}}, nil
+	}
+	route, err := s.router.Resolve(id)
+	if err != nil {
+		return nil, toStatus(s.log, err)
+	}
+	m := &pb.Model{Id: route.String(), Object: "model", OwnedBy: route.Provider}
+	for _, listed := range s.router.Models() {
+		if listed.ID == m.Id {
+			m.OwnedBy = listed.OwnedBy
 		}
 	}
-	return nil, toStatus(s.log, &router.NotFoundError{Model: id})
+	return &pb.GetModelResponse{Model: m}, nil
 }
 
 // modelService serves switchyard.v1.ModelService.
