@@ -86,7 +86,9 @@ func New() *Metrics {
 
 // Handler serves the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	// ContinueOnError: a collector's error drops its series and counts in
+	// promhttp_metric_handler_errors_total instead of failing the whole scrape.
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, ErrorHandling: promhttp.ContinueOnError})
 }
 
 // Registry is the registry (for tests and embedding).
@@ -146,7 +148,7 @@ func (m *Metrics) BreakerTransition(provider, model string, from, to resilience.
 func (m *Metrics) WatchBreakers(list func() []resilience.Entry) { m.breakers.Store(&list) }
 
 var breakerStateDesc = prometheus.NewDesc("switchyard_breaker_state",
-	"Circuit breaker state: 0 closed, 1 half-open, 2 open (model empty for provider scope). Disabled breakers are not reported.",
+	"Circuit breaker state: 0 closed, 1 half-open, 2 open (model empty for provider scope; model \"other\": the worst state among models Switchyard does not list). Disabled breakers are not reported.",
 	[]string{"provider", "model"}, nil)
 
 // breakerCollector reports every enabled breaker's current state at scrape time.
@@ -154,16 +156,33 @@ type breakerCollector struct{ m *Metrics }
 
 func (c breakerCollector) Describe(ch chan<- *prometheus.Desc) { ch <- breakerStateDesc }
 
+// Collect writes one series per provider and bounded model label. Breakers whose
+// models share a label (every unknown model becomes "other") are one series
+// showing the worst state among them: two series with the same labels would make
+// the whole scrape fail.
 func (c breakerCollector) Collect(ch chan<- prometheus.Metric) {
 	list := c.m.breakers.Load()
 	if list == nil {
 		return
 	}
+	type series struct{ provider, model string }
+	worst := map[series]resilience.State{}
+	var order []series
 	for _, e := range (*list)() {
 		if !e.Settings.Active() {
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(breakerStateDesc, prometheus.GaugeValue, float64(e.State), e.Provider, c.m.Model(e.Model))
+		s := series{e.Provider, c.m.Model(e.Model)}
+		st, seen := worst[s]
+		if !seen {
+			order = append(order, s)
+		}
+		if !seen || e.State > st {
+			worst[s] = e.State
+		}
+	}
+	for _, s := range order {
+		ch <- prometheus.MustNewConstMetric(breakerStateDesc, prometheus.GaugeValue, float64(worst[s]), s.provider, s.model)
 	}
 }
 
