@@ -63,6 +63,9 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	if err := checkExposure(cfg, log); err != nil {
 		return nil, err
 	}
+	for _, w := range cfg.Warnings() {
+		log.Warn(w)
+	}
 	m := metrics.New()
 	targets, err := buildTargets(cfg, log, m)
 	if err != nil {
@@ -212,6 +215,9 @@ func loadStored(rt *router.Router, st *store.VirtualModels, cfg *config.Config, 
 // checkExposure refuses to serve beyond loopback without a master key, unless
 // server.allow_unauthenticated says so.
 func checkExposure(cfg *config.Config, log *slog.Logger) error {
+	if err := cfg.Server.CheckAddrs(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	for _, k := range []struct{ key, env, yaml, what, name string }{
 		{string(cfg.Server.MasterKey), "SWITCHYARD_MASTER_KEY", "server.master_key", "inference", "a master"},
 		{string(cfg.Server.AdminKey), "SWITCHYARD_ADMIN_KEY", "server.admin_key", "admin", "an admin"},

@@ -115,7 +115,7 @@ func TestErrorsNameTheKeyPath(t *testing.T) {
 	cases := map[string]string{
 		"server:\n  http_adr: x\n":                                                                            "server.http_adr",
 		"providers:\n  a:\n    type: openai\n    modles: [x]\n":                                               "providers.a.modles",
-		"providers:\n  a:\n    type: nope\n":                                                                  "providers.a.type: unknown type",
+		"providers:\n  a:\n    type: nope\n":                                                                  "providers.a.type (line 3): unknown type",
 		"resilience:\n  retry:\n    initial_backoff: soon\n":                                                  "resilience.retry.initial_backoff",
 		"resilience:\n  retry:\n    retry_on_statuses: [429, 6xx]\n":                                          "resilience.retry.retry_on_statuses",
 		"resilience:\n  circuit_breaker:\n    scope: region\n":                                                "resilience.circuit_breaker.scope",

@@ -78,6 +78,10 @@ func applyDefaults(cfg *Config) {
 				p.BaseURL = "https://openrouter.ai/api/v1"
 			case "anthropic":
 				p.BaseURL = "https://api.anthropic.com/v1"
+			case "groq":
+				p.BaseURL = "https://api.groq.com/openai/v1"
+			case "xai":
+				p.BaseURL = "https://api.x.ai/v1"
 			}
 		}
 	}

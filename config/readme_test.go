@@ -78,3 +78,35 @@ func TestReadmeYAMLExamplesLoad(t *testing.T) {
 	require.NoError(t, cfg.Validate())
 	require.Len(t, cfg.VirtualModels, 1)
 }
+
+// TestReadmeConfigErrorExample: the config error the README shows is what the
+// loader really prints for the file shown (main prefixes "switchyard: ").
+func TestReadmeConfigErrorExample(t *testing.T) {
+	raw, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	text := string(raw)
+	start := strings.Index(text, "<!-- config-error-example -->")
+	end := strings.Index(text, "<!-- /config-error-example -->")
+	require.True(t, start >= 0 && end > start, "README config error example markers")
+	var file, printed []string
+	var into *[]string
+	for _, line := range strings.Split(text[start:end], "\n") {
+		switch {
+		case line == "$ cat switchyard.yaml":
+			into = &file
+		case line == "$ switchyard --config switchyard.yaml":
+			into = &printed
+		case strings.HasPrefix(line, "```"):
+			into = nil
+		case into != nil:
+			*into = append(*into, line)
+		}
+	}
+	require.NotEmpty(t, file)
+	require.Len(t, printed, 1)
+	t.Chdir(t.TempDir())
+	require.NoError(t, os.WriteFile("switchyard.yaml", []byte(strings.Join(file, "\n")+"\n"), 0o600))
+	_, err = config.Load("switchyard.yaml", func(string) (string, bool) { return "", false })
+	require.Error(t, err)
+	require.Equal(t, printed[0], "switchyard: "+err.Error())
+}

@@ -1,10 +1,6 @@
 package config
 
-import (
-	"time"
-
-	"github.com/switchyard/switchyard/resilience"
-)
+import "github.com/switchyard/switchyard/resilience"
 
 // ResolveResilience returns a provider's effective settings: each field from the
 // provider's block if set, else the global block (environment included), else the
@@ -52,11 +48,6 @@ func pickPtr[T any](global, provider *T) *T {
 		return provider
 	}
 	return global
-}
-
-func durPtr(v any) *time.Duration {
-	d, _ := v.(*time.Duration)
-	return d
 }
 
 // ResolveBudget returns a provider's effective retry budget (percent of in-flight

@@ -60,7 +60,7 @@ func (f *Failover) UnmarshalYAML(n *yaml.Node) error {
 		switch k := n.Content[i]; k.Value {
 		case "enabled", "retry_on_statuses", "retry_on_errors", "max_attempts":
 		default:
-			return fmt.Errorf("line %d: field %s not found in type config.Failover", k.Line, k.Value)
+			return fmt.Errorf("line %d: unknown key %q", k.Line, k.Value)
 		}
 	}
 	type plain Failover
