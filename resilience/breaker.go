@@ -53,8 +53,13 @@ type Breaker struct {
 	provider, model string
 	obs             Observer
 
-	mu        sync.Mutex
-	state     State
+	mu    sync.Mutex
+	state State
+	// gen counts the breaker's periods: every transition, admin reset and trip starts
+	// a new one. A call's result counts only in the period that admitted it, so a call
+	// admitted while closed cannot re-open a half-open breaker, and a probe of an
+	// earlier half-open period cannot close the current one (gobreaker's generation).
+	gen       uint64
 	failures  int // consecutive failures while closed
 	successes int // consecutive probe successes while half-open
 	openedAt  time.Time
@@ -69,17 +74,22 @@ func NewBreaker(s BreakerSettings, clock Clock) *Breaker {
 	return &Breaker{settings: s, clock: clock, lastUsed: clock.Now(), obs: NopObserver{}}
 }
 
-// setState changes state and tells the observer; callers hold mu.
+// setState starts a new period in state to (with no probe out) and tells the
+// observer if the state changed; callers hold mu.
 func (b *Breaker) setState(to State) {
+	b.gen++
+	b.probing = false
 	if from := b.state; from != to {
 		b.state = to
 		b.obs.BreakerTransition(b.provider, b.model, from, to)
 	}
 }
 
-// permit is what Allow hands out; Done must be called with it exactly once.
+// permit is what allow hands out; done must be called with it exactly once.
 type permit struct {
 	probe bool
+	// gen is the period that admitted the call.
+	gen   uint64
 	start time.Time
 }
 
@@ -92,7 +102,7 @@ func (b *Breaker) allow() (permit, time.Duration, bool) {
 	b.lastUsed = now
 	if !b.settings.Active() {
 		b.inflight++
-		return permit{start: now}, 0, true
+		return permit{gen: b.gen, start: now}, 0, true
 	}
 	switch b.state {
 	case Open:
@@ -108,53 +118,55 @@ func (b *Breaker) allow() (permit, time.Duration, bool) {
 		}
 		b.probing = true
 		b.inflight++
-		return permit{probe: true, start: now}, 0, true
+		return permit{probe: true, gen: b.gen, start: now}, 0, true
 	}
 	b.inflight++
-	return permit{start: now}, 0, true
+	return permit{gen: b.gen, start: now}, 0, true
 }
 
 // probeWait is a hint for clients refused while a probe is in flight.
 func (b *Breaker) probeWait() time.Duration { return max(time.Second, b.settings.Timeout/10) }
 
 // done records a call's result: failure (including slow), success, or neither
-// (cancelled).
+// (cancelled). A result from an earlier period than the current one (see gen)
+// changes nothing.
 func (b *Breaker) done(p permit, k kind, o Outcome, elapsed time.Duration) {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.inflight--
 	b.lastUsed = now
+	if p.gen != b.gen {
+		return // stale: its period ended while it ran
+	}
 	if p.probe {
 		b.probing = false
 	}
 	if !b.settings.Active() {
 		return
 	}
-	switch b.verdict(k, o, elapsed) {
-	case verdictNone:
-		return
-	case verdictFailure:
-		if p.probe || b.state == HalfOpen {
-			b.trip(now, b.settings.Timeout)
-			return
-		}
-		if b.state == Closed {
+	v := b.verdict(k, o, elapsed)
+	switch b.state {
+	case Closed:
+		switch v {
+		case verdictFailure:
 			b.failures++
 			if b.failures >= b.settings.FailureThreshold {
 				b.trip(now, b.settings.Timeout)
 			}
+		case verdictSuccess:
+			b.failures = 0
 		}
-	case verdictSuccess:
-		switch {
-		case p.probe && b.state == HalfOpen:
+	case HalfOpen: // only the probe is admitted in a half-open period
+		switch v {
+		case verdictFailure:
+			b.trip(now, b.settings.Timeout)
+		case verdictSuccess:
 			b.successes++
 			if b.successes >= b.settings.SuccessThreshold {
 				b.setState(Closed)
 				b.failures, b.successes = 0, 0
 			}
-		case b.state == Closed:
-			b.failures = 0
 		}
 	}
 }
