@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -184,7 +185,11 @@ func virtualModelOf(vm router.VirtualModel) *adminpb.VirtualModel {
 			if f.RetryOnStatuses != nil {
 				l := []any{}
 				for _, st := range *f.RetryOnStatuses {
-					l = append(l, st)
+					if n, err := strconv.Atoi(st); err == nil {
+						l = append(l, n) // 503 as a number, as in the YAML; classes like "5xx" stay strings
+					} else {
+						l = append(l, st)
+					}
 				}
 				fields["retry_on_statuses"] = l
 			}

@@ -1301,15 +1301,16 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
 	"\x12BREAKER_STATE_OPEN\x10\x02\x12\x1b\n" +
-	"\x17BREAKER_STATE_HALF_OPEN\x10\x032\xaa\t\n" +
+	"\x17BREAKER_STATE_HALF_OPEN\x10\x032\xc0\n" +
+	"\n" +
 	"\fAdminService\x12\x7f\n" +
 	"\fListBreakers\x12(.switchyard.admin.v1.ListBreakersRequest\x1a).switchyard.admin.v1.ListBreakersResponse\"\x1a\x82\xd3\xe4\x93\x02\x14\x12\x12/admin/v1/breakers\x12\x88\x01\n" +
 	"\fResetBreaker\x12(.switchyard.admin.v1.ResetBreakerRequest\x1a).switchyard.admin.v1.ResetBreakerResponse\"#\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/admin/v1/breakers:reset\x12\x84\x01\n" +
 	"\vTripBreaker\x12'.switchyard.admin.v1.TripBreakerRequest\x1a(.switchyard.admin.v1.TripBreakerResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*\"\x17/admin/v1/breakers:trip\x12\x94\x01\n" +
-	"\x11ListVirtualModels\x12-.switchyard.admin.v1.ListVirtualModelsRequest\x1a..switchyard.admin.v1.ListVirtualModelsResponse\" \x82\xd3\xe4\x93\x02\x1a\x12\x18/admin/v1/virtual_models\x12\x9a\x01\n" +
-	"\x0fGetVirtualModel\x12+.switchyard.admin.v1.GetVirtualModelRequest\x1a,.switchyard.admin.v1.GetVirtualModelResponse\",\x82\xd3\xe4\x93\x02&\x12$/admin/v1/virtual_models/{source=**}\x12\xa6\x01\n" +
-	"\x12UpsertVirtualModel\x12..switchyard.admin.v1.UpsertVirtualModelRequest\x1a/.switchyard.admin.v1.UpsertVirtualModelResponse\"/\x82\xd3\xe4\x93\x02):\rvirtual_model\x1a\x18/admin/v1/virtual_models\x12\xa3\x01\n" +
-	"\x12DeleteVirtualModel\x12..switchyard.admin.v1.DeleteVirtualModelRequest\x1a/.switchyard.admin.v1.DeleteVirtualModelResponse\",\x82\xd3\xe4\x93\x02&*$/admin/v1/virtual_models/{source=**}\x12\x83\x01\n" +
+	"\x11ListVirtualModels\x12-.switchyard.admin.v1.ListVirtualModelsRequest\x1a..switchyard.admin.v1.ListVirtualModelsResponse\" \x82\xd3\xe4\x93\x02\x1a\x12\x18/admin/v1/virtual_models\x12\xeb\x01\n" +
+	"\x0fGetVirtualModel\x12+.switchyard.admin.v1.GetVirtualModelRequest\x1a,.switchyard.admin.v1.GetVirtualModelResponse\"}\x82\xd3\xe4\x93\x02wZ'\x12%/admin/v1/virtual_models/{source=*/*}Z)\x12'/admin/v1/virtual_models/{source=*/*/*}\x12!/admin/v1/virtual_models/{source}\x12\x9a\x01\n" +
+	"\x12UpsertVirtualModel\x12..switchyard.admin.v1.UpsertVirtualModelRequest\x1a/.switchyard.admin.v1.UpsertVirtualModelResponse\"#\x82\xd3\xe4\x93\x02\x1d:\x01*\x1a\x18/admin/v1/virtual_models\x12\xf4\x01\n" +
+	"\x12DeleteVirtualModel\x12..switchyard.admin.v1.DeleteVirtualModelRequest\x1a/.switchyard.admin.v1.DeleteVirtualModelResponse\"}\x82\xd3\xe4\x93\x02wZ'*%/admin/v1/virtual_models/{source=*/*}Z)*'/admin/v1/virtual_models/{source=*/*/*}*!/admin/v1/virtual_models/{source}\x12\x83\x01\n" +
 	"\rListProviders\x12).switchyard.admin.v1.ListProvidersRequest\x1a*.switchyard.admin.v1.ListProvidersResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/providersB\xd5\x01\n" +
 	"\x17com.switchyard.admin.v1B\n" +
 	"AdminProtoP\x01Z@github.com/switchyard/switchyard/gen/switchyard/admin/v1;adminv1\xa2\x02\x03SAX\xaa\x02\x13Switchyard.Admin.V1\xca\x02\x13Switchyard\\Admin\\V1\xe2\x02\x1fSwitchyard\\Admin\\V1\\GPBMetadata\xea\x02\x15Switchyard::Admin::V1b\x06proto3"

@@ -45,12 +45,17 @@ type AdminServiceClient interface {
 	TripBreaker(ctx context.Context, in *TripBreakerRequest, opts ...grpc.CallOption) (*TripBreakerResponse, error)
 	// ListVirtualModels returns every virtual model, config-managed ones included.
 	ListVirtualModels(ctx context.Context, in *ListVirtualModelsRequest, opts ...grpc.CallOption) (*ListVirtualModelsResponse, error)
-	// GetVirtualModel returns one virtual model by source.
+	// GetVirtualModel returns one virtual model by source. Over REST the source is
+	// one to three path segments ("chain", "openai/gpt-4o", "openrouter/meta/llama")
+	// or any name with its slashes escaped (%2F); never zero segments, so that the
+	// bare collection path stays ListVirtualModels.
 	GetVirtualModel(ctx context.Context, in *GetVirtualModelRequest, opts ...grpc.CallOption) (*GetVirtualModelResponse, error)
 	// UpsertVirtualModel creates or replaces a virtual model; it takes effect on the
-	// next request and persists across restarts.
+	// next request and persists across restarts. The REST body is the whole
+	// request, {"virtual_model": {...}}, as with grpcurl.
 	UpsertVirtualModel(ctx context.Context, in *UpsertVirtualModelRequest, opts ...grpc.CallOption) (*UpsertVirtualModelResponse, error)
-	// DeleteVirtualModel removes a virtual model created through the API.
+	// DeleteVirtualModel removes a virtual model created through the API (source
+	// as for GetVirtualModel).
 	DeleteVirtualModel(ctx context.Context, in *DeleteVirtualModelRequest, opts ...grpc.CallOption) (*DeleteVirtualModelResponse, error)
 	// ListProviders returns each provider with its discovery and request health.
 	ListProviders(ctx context.Context, in *ListProvidersRequest, opts ...grpc.CallOption) (*ListProvidersResponse, error)
@@ -160,12 +165,17 @@ type AdminServiceServer interface {
 	TripBreaker(context.Context, *TripBreakerRequest) (*TripBreakerResponse, error)
 	// ListVirtualModels returns every virtual model, config-managed ones included.
 	ListVirtualModels(context.Context, *ListVirtualModelsRequest) (*ListVirtualModelsResponse, error)
-	// GetVirtualModel returns one virtual model by source.
+	// GetVirtualModel returns one virtual model by source. Over REST the source is
+	// one to three path segments ("chain", "openai/gpt-4o", "openrouter/meta/llama")
+	// or any name with its slashes escaped (%2F); never zero segments, so that the
+	// bare collection path stays ListVirtualModels.
 	GetVirtualModel(context.Context, *GetVirtualModelRequest) (*GetVirtualModelResponse, error)
 	// UpsertVirtualModel creates or replaces a virtual model; it takes effect on the
-	// next request and persists across restarts.
+	// next request and persists across restarts. The REST body is the whole
+	// request, {"virtual_model": {...}}, as with grpcurl.
 	UpsertVirtualModel(context.Context, *UpsertVirtualModelRequest) (*UpsertVirtualModelResponse, error)
-	// DeleteVirtualModel removes a virtual model created through the API.
+	// DeleteVirtualModel removes a virtual model created through the API (source
+	// as for GetVirtualModel).
 	DeleteVirtualModel(context.Context, *DeleteVirtualModelRequest) (*DeleteVirtualModelResponse, error)
 	// ListProviders returns each provider with its discovery and request health.
 	ListProviders(context.Context, *ListProvidersRequest) (*ListProvidersResponse, error)

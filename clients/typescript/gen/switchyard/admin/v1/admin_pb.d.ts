@@ -679,7 +679,10 @@ export declare const AdminService: GenService<{
     output: typeof ListVirtualModelsResponseSchema;
   },
   /**
-   * GetVirtualModel returns one virtual model by source.
+   * GetVirtualModel returns one virtual model by source. Over REST the source is
+   * one to three path segments ("chain", "openai/gpt-4o", "openrouter/meta/llama")
+   * or any name with its slashes escaped (%2F); never zero segments, so that the
+   * bare collection path stays ListVirtualModels.
    *
    * @generated from rpc switchyard.admin.v1.AdminService.GetVirtualModel
    */
@@ -690,7 +693,8 @@ export declare const AdminService: GenService<{
   },
   /**
    * UpsertVirtualModel creates or replaces a virtual model; it takes effect on the
-   * next request and persists across restarts.
+   * next request and persists across restarts. The REST body is the whole
+   * request, {"virtual_model": {...}}, as with grpcurl.
    *
    * @generated from rpc switchyard.admin.v1.AdminService.UpsertVirtualModel
    */
@@ -700,7 +704,8 @@ export declare const AdminService: GenService<{
     output: typeof UpsertVirtualModelResponseSchema;
   },
   /**
-   * DeleteVirtualModel removes a virtual model created through the API.
+   * DeleteVirtualModel removes a virtual model created through the API (source
+   * as for GetVirtualModel).
    *
    * @generated from rpc switchyard.admin.v1.AdminService.DeleteVirtualModel
    */

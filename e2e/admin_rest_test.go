@@ -1,0 +1,280 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/api/annotations"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/switchyard/switchyard/app"
+	"github.com/switchyard/switchyard/config"
+	adminpb "github.com/switchyard/switchyard/gen/switchyard/admin/v1"
+	"github.com/switchyard/switchyard/internal/fakeupstream"
+)
+
+// adminREST calls an admin route over REST with the admin key and decodes the answer.
+func adminREST(t *testing.T, g *gateway, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+g.app.HTTPAddr()+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer sk-admin")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(raw, &m), "%s %s: %s", method, path, raw)
+	return resp.StatusCode, m
+}
+
+// timeless blanks the RFC 3339 times, which differ between two calls.
+func timeless(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, val := range x {
+			switch k {
+			case "opened_at", "next_probe_at", "last_discovery":
+				out[k] = "<time>"
+			default:
+				out[k] = timeless(val)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, val := range x {
+			out[i] = timeless(val)
+		}
+		return out
+	}
+	return v
+}
+
+// adminRoutes is every AdminService RPC over REST, in an order where each sees
+// the state the ones before left. grpcBody is what grpcurl sends (default: the
+// REST body); before runs between the REST call and the grpcurl call.
+type adminRoute struct {
+	name, rpc, method, path, body, grpcBody string
+	before                                  func(t *testing.T, g *gateway)
+	check                                   func(t *testing.T, got map[string]any)
+}
+
+var vmJSON = `{"source":"up/gpt-4o","strategy":"failover","targets":[{"model":"backup/gpt-4o-mini","weight":1},{"model":"up/gpt-4o","weight":1}],` +
+	`"failover":{"enabled":true,"max_attempts":1,"retry_on_statuses":[503,"5xx"],"retry_on_errors":["overloaded"]}}`
+
+func adminRouteTable() []adminRoute {
+	upsert := func(t *testing.T, g *gateway) { adminCall(t, g, "UpsertVirtualModel", `{"virtual_model":`+vmJSON+`}`) }
+	return []adminRoute{
+		{name: "list providers", rpc: "ListProviders", method: http.MethodGet, path: "/admin/v1/providers",
+			check: func(t *testing.T, got map[string]any) {
+				require.Len(t, got["providers"], 2)
+				require.Equal(t, "Healthy", got["providers"].([]any)[1].(map[string]any)["status"])
+			}},
+		{name: "list breakers", rpc: "ListBreakers", method: http.MethodGet, path: "/admin/v1/breakers",
+			check: func(t *testing.T, got map[string]any) {
+				require.Len(t, got["breakers"], 2)
+				require.Equal(t, "BREAKER_STATE_CLOSED", got["breakers"].([]any)[0].(map[string]any)["state"])
+			}},
+		{name: "trip breaker", rpc: "TripBreaker", method: http.MethodPost, path: "/admin/v1/breakers:trip", body: `{"provider":"backup","duration":"10m"}`,
+			check: func(t *testing.T, got map[string]any) {
+				require.Equal(t, "BREAKER_STATE_OPEN", got["breaker"].(map[string]any)["state"])
+			}},
+		{name: "reset breaker", rpc: "ResetBreaker", method: http.MethodPost, path: "/admin/v1/breakers:reset", body: `{"provider":"backup"}`,
+			check: func(t *testing.T, got map[string]any) {
+				require.Equal(t, "BREAKER_STATE_CLOSED", got["breaker"].(map[string]any)["state"])
+			}},
+		{name: "upsert virtual model", rpc: "UpsertVirtualModel", method: http.MethodPut, path: "/admin/v1/virtual_models", body: `{"virtual_model":` + vmJSON + `}`,
+			check: func(t *testing.T, got map[string]any) {
+				var want map[string]any
+				require.NoError(t, json.Unmarshal([]byte(vmJSON), &want))
+				require.Equal(t, want, got["virtual_model"], "the virtual model comes back as it was sent")
+			}},
+		{name: "get virtual model by provider/model", rpc: "GetVirtualModel", method: http.MethodGet, path: "/admin/v1/virtual_models/up/gpt-4o",
+			grpcBody: `{"source":"up/gpt-4o"}`,
+			check: func(t *testing.T, got map[string]any) {
+				require.Equal(t, "up/gpt-4o", got["virtual_model"].(map[string]any)["source"])
+			}},
+		{name: "get virtual model, slash escaped", rpc: "GetVirtualModel", method: http.MethodGet, path: "/admin/v1/virtual_models/up%2Fgpt-4o",
+			grpcBody: `{"source":"up/gpt-4o"}`,
+			check: func(t *testing.T, got map[string]any) {
+				require.Equal(t, "up/gpt-4o", got["virtual_model"].(map[string]any)["source"])
+			}},
+		{name: "get virtual model by one-segment name", rpc: "GetVirtualModel", method: http.MethodGet, path: "/admin/v1/virtual_models/from-config",
+			grpcBody: `{"source":"from-config"}`,
+			check: func(t *testing.T, got map[string]any) {
+				require.Equal(t, map[string]any{"source": "from-config", "strategy": "failover", "config_managed": true,
+					"targets": []any{map[string]any{"model": "up/gpt-4o", "weight": float64(1)}}}, got["virtual_model"])
+			}},
+		{name: "list virtual models", rpc: "ListVirtualModels", method: http.MethodGet, path: "/admin/v1/virtual_models",
+			check: func(t *testing.T, got map[string]any) {
+				require.Len(t, got["virtual_models"], 2, "the collection, not GetVirtualModel with an empty source")
+			}},
+		{name: "delete virtual model", rpc: "DeleteVirtualModel", method: http.MethodDelete, path: "/admin/v1/virtual_models/up/gpt-4o",
+			grpcBody: `{"source":"up/gpt-4o"}`, before: upsert,
+			check: func(t *testing.T, got map[string]any) { require.Empty(t, got) }},
+	}
+}
+
+// TestAdminRESTMatchesGRPC calls every admin RPC over REST and over gRPC (grpcurl)
+// and requires the same JSON from both.
+func TestAdminRESTMatchesGRPC(t *testing.T) {
+	t.Parallel()
+	backup := fakeupstream.New("gpt-4o-mini")
+	t.Cleanup(backup.Close)
+	g := start(t, keysYAML, withYAML("  backup:\n    type: openai\n    base_url: "+backup.URL+"\n"+
+		"virtual_models:\n  - source: from-config\n    targets: [{model: up/gpt-4o}]\n"))
+	covered := map[string]bool{}
+	for _, rt := range adminRouteTable() {
+		covered[rt.rpc] = true
+		t.Run(rt.name, func(t *testing.T) {
+			code, rest := adminREST(t, g, rt.method, rt.path, rt.body)
+			require.Equal(t, http.StatusOK, code, "%s %s: %v", rt.method, rt.path, rest)
+			rt.check(t, rest)
+			if rt.before != nil {
+				rt.before(t, g)
+			}
+			body := rt.grpcBody
+			if body == "" {
+				body = rt.body
+			}
+			grpc := adminCall(t, g, rt.rpc, body)
+			require.Equal(t, timeless(grpc), timeless(rest), "REST and gRPC answer the same JSON")
+		})
+	}
+	for _, m := range adminMethods() {
+		require.True(t, covered[m], "%s has a REST case", m)
+	}
+	resp := post(t, g.base+"/chat/completions", chatBody+`}`, "Authorization", "Bearer sk-master")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "up/gpt-4o", resp.Header.Get("X-Switchyard-Target"), "the REST delete took effect")
+}
+
+// TestAdminRESTErrors: the REST admin routes answer errors with OpenAI error
+// bodies and the status matching the gRPC code.
+func TestAdminRESTErrors(t *testing.T) {
+	t.Parallel()
+	g := start(t, keysYAML, withYAML("virtual_models:\n  - source: from-config\n    targets: [{model: up/gpt-4o}]\n"))
+	cases := []struct {
+		name, method, path, body string
+		status                   int
+		param                    string
+	}{
+		{"unknown virtual model", http.MethodGet, "/admin/v1/virtual_models/nope", "", http.StatusNotFound, ""},
+		{"unknown provider", http.MethodPost, "/admin/v1/breakers:trip", `{"provider":"nope"}`, http.StatusNotFound, ""},
+		{"bad duration", http.MethodPost, "/admin/v1/breakers:trip", `{"provider":"up","duration":"soon"}`, http.StatusBadRequest, "duration"},
+		{"unknown field", http.MethodPost, "/admin/v1/breakers:trip", `{"provider":"up","durations":"1m"}`, http.StatusBadRequest, ""},
+		{"no source", http.MethodPut, "/admin/v1/virtual_models", `{"virtual_model":{"targets":[{"model":"up/gpt-4o"}]}}`, http.StatusBadRequest, "virtual_model.source"},
+		{"bad failover block", http.MethodPut, "/admin/v1/virtual_models", `{"virtual_model":{"source":"x","targets":[{"model":"up/gpt-4o"}],"failover":{"tries":2}}}`,
+			http.StatusBadRequest, "virtual_model.failover.tries"},
+		{"config-managed", http.MethodDelete, "/admin/v1/virtual_models/from-config", "", http.StatusConflict, ""},
+		{"delete unknown", http.MethodDelete, "/admin/v1/virtual_models/up/nope", "", http.StatusNotFound, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := adminREST(t, g, tc.method, tc.path, tc.body)
+			require.Equal(t, tc.status, code, "%v", body)
+			e, ok := body["error"].(map[string]any)
+			require.True(t, ok, "an OpenAI error body: %v", body)
+			require.NotEmpty(t, e["message"])
+			if tc.param != "" {
+				require.Equal(t, tc.param, e["param"])
+			}
+		})
+	}
+}
+
+// adminMethods lists AdminService's RPCs.
+func adminMethods() []string {
+	var out []string
+	ms := adminpb.File_switchyard_admin_v1_admin_proto.Services().ByName("AdminService").Methods()
+	for i := range ms.Len() {
+		out = append(out, string(ms.Get(i).Name()))
+	}
+	return out
+}
+
+// TestREADMEListsEveryAdminRoute: the README names each admin route with its
+// HTTP method, as the proto binds it, and gives a curl for it.
+func TestREADMEListsEveryAdminRoute(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	ms := adminpb.File_switchyard_admin_v1_admin_proto.Services().ByName("AdminService").Methods()
+	for i := range ms.Len() {
+		m := ms.Get(i)
+		rule := proto.GetExtension(m.Options(), annotations.E_Http).(*annotations.HttpRule)
+		var verb, path string
+		switch p := rule.GetPattern().(type) {
+		case *annotations.HttpRule_Get:
+			verb, path = "GET", p.Get
+		case *annotations.HttpRule_Post:
+			verb, path = "POST", p.Post
+		case *annotations.HttpRule_Put:
+			verb, path = "PUT", p.Put
+		case *annotations.HttpRule_Delete:
+			verb, path = "DELETE", p.Delete
+		}
+		row := "| `" + verb + " " + path + "` | `" + string(m.Name()) + "` |"
+		require.True(t, strings.Contains(string(readme), row), "README admin routes table lacks %s", row)
+		curlPath, _, _ := strings.Cut(path, "{")
+		curl := "curl -s -X " + verb + " localhost:8080" + curlPath
+		require.True(t, strings.Contains(string(readme), curl), "README lacks a curl for %s (%s)", m.Name(), curl)
+	}
+}
+
+// TestREADMEAdminCurlsRunOnTheDefaultSetup runs the README's admin curl block
+// against the default set-up (no config: the simulator, no keys), in order; each
+// must answer 2xx.
+func TestREADMEAdminCurlsRunOnTheDefaultSetup(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl not installed")
+	}
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	_, block, ok := strings.Cut(string(readme), "<!-- admin-curl -->\n```sh\n")
+	require.True(t, ok, "README has the admin-curl block")
+	block, _, ok = strings.Cut(block, "```")
+	require.True(t, ok)
+	commands := strings.Split(strings.ReplaceAll(block, "\\\n", ""), "\n")
+
+	path := filepath.Join(t.TempDir(), "switchyard.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  data_dir: "+t.TempDir()+"\n"), 0o600))
+	cfg, err := config.Load(path, func(string) (string, bool) { return "", false })
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, err := app.Start(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, a.Shutdown(context.Background())) })
+
+	ran := 0
+	for _, c := range commands {
+		c = strings.TrimSpace(c)
+		if c == "" {
+			continue
+		}
+		c = strings.Replace(strings.Replace(c, "curl -s ", "curl -sS --fail-with-body ", 1), "localhost:8080", a.HTTPAddr(), 1)
+		out, err := exec.Command("sh", "-c", c).CombinedOutput()
+		require.NoError(t, err, "%s: %s", c, out)
+		require.True(t, json.Valid(out), "%s: %s", c, out)
+		ran++
+	}
+	require.Equal(t, len(adminMethods()), ran, "one curl per admin route")
+}
