@@ -27,11 +27,17 @@ for entry in "${TOOLS[@]}"; do
   GOBIN="$BIN" GOFLAGS=-mod=mod go install "$pkg" >&2
 done
 
-# buf (prebuilt, from npm) and the Node OpenAI SDK for the end-to-end tests.
+# buf (prebuilt, from npm) and the Node OpenAI SDK for the end-to-end tests. Node 20 or newer
+# (package.json's engines; .npmrc's engine-strict makes npm refuse a package that wants more).
+node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
+if (( node_major < 20 )); then
+  echo "Switchyard's tests need Node.js 20 or newer (found: $(node --version 2>/dev/null || echo none))" >&2
+  exit 1
+fi
 stamp="$(sha256sum package-lock.json | cut -d' ' -f1)"
 if [[ ! -x node_modules/.bin/buf ]] || [[ "$(cat node_modules/.switchyard-stamp 2>/dev/null)" != "$stamp" ]]; then
   echo "installing npm packages (npm ci)" >&2
-  npm ci --no-audit --no-fund --loglevel=error >&2
+  npm ci --no-audit --no-fund --loglevel=warn >&2
   echo "$stamp" > node_modules/.switchyard-stamp
 fi
 
