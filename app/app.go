@@ -180,7 +180,7 @@ func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) ([]r
 		retry, breaker := config.ResolveResilience(cfg.Resilience, p.Resilience)
 		percent, minConc := config.ResolveBudget(cfg.Resilience, p.Resilience)
 		guard := resilience.NewGuard(resilience.GuardConfig{Provider: name, Retry: retry, Breaker: breaker,
-			Budget: resilience.NewBudget(percent, minConc), Observer: m})
+			Budget: resilience.NewBudget(percent, minConc), Observer: router.BreakerLog(log, m)})
 		log.Info("provider configured", "provider", name, "type", p.Type, "base_url", p.BaseURL,
 			"configured_models", len(p.Models), "max_retries", retry.MaxRetries, "breaker", breaker.Active(),
 			"breaker_scope", string(breaker.Scope))

@@ -1,10 +1,13 @@
 package router
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 
 	"github.com/switchyard/switchyard/providers"
+	"github.com/switchyard/switchyard/resilience"
 )
 
 // Observer hears routing events, for metrics.
@@ -35,7 +38,9 @@ type Trace struct {
 }
 
 // attemptDone observes one upstream attempt: counts it, reports failures hidden
-// behind a success, and logs every non-success.
+// behind a success, and logs every non-success at debug level: the request's own
+// line (server) carries its attempts and failovers at info, so a failing upstream
+// costs one line per request, not one per attempt.
 func (r *Router) attemptDone(route Route, attempt int, err error, call Call) {
 	if call.Trace != nil {
 		call.Trace.Attempts++
@@ -54,8 +59,38 @@ func (r *Router) attemptDone(route Route, attempt int, err error, call Call) {
 		}
 		kind = pe.Kind
 	}
-	r.log.Warn("upstream attempt failed", "provider", route.Provider, "model", route.Model, "attempt", attempt+1,
-		"kind", kind, "error", err.Error(), "request_id", call.RequestID)
+	if !r.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	r.log.LogAttrs(context.Background(), slog.LevelDebug, "upstream attempt failed", slog.String("provider", route.Provider),
+		slog.String("model", route.Model), slog.Int("attempt", attempt+1), slog.String("kind", kind),
+		slog.String("error", err.Error()), slog.String("request_id", call.RequestID))
+}
+
+// BreakerLog passes resilience events on to next and logs each circuit breaker
+// state change, once per transition (never per request): opening at warn (calls
+// to it now fail fast), half-open and closed at info. Transitions are reported
+// under the breaker's lock, so this only writes one log record.
+func BreakerLog(log *slog.Logger, next resilience.Observer) resilience.Observer {
+	return breakerLog{log: log, Observer: next}
+}
+
+type breakerLog struct {
+	log *slog.Logger
+	resilience.Observer
+}
+
+func (b breakerLog) BreakerTransition(provider, model string, from, to resilience.State) {
+	b.Observer.BreakerTransition(provider, model, from, to)
+	level, msg := slog.LevelInfo, "circuit breaker closed"
+	switch to {
+	case resilience.Open:
+		level, msg = slog.LevelWarn, "circuit breaker opened"
+	case resilience.HalfOpen:
+		msg = "circuit breaker half-open: letting a probe through"
+	}
+	b.log.LogAttrs(context.Background(), level, msg, slog.String("provider", provider), slog.String("model", model),
+		slog.String("from", from.String()), slog.String("to", to.String()))
 }
 
 // failoverReason names why a chain moved on, with bounded values.

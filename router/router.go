@@ -181,7 +181,7 @@ func (r *Router) walk(ctx context.Context, body *pb.ChatCompletionRequest, call 
 			if call.Trace != nil {
 				call.Trace.Failovers++
 			}
-			r.log.Warn("failing over", "virtual_model", model, "from", route.String(), "to", next,
+			r.log.Debug("failing over", "virtual_model", model, "from", route.String(), "to", next,
 				"reason", reason, "error", err.Error(), "request_id", call.RequestID)
 		}
 	}

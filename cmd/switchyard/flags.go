@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"runtime/debug"
 	"strings"
 )
@@ -15,6 +16,7 @@ type options struct {
 	httpAddr   string
 	grpcAddr   string
 	logFormat  string
+	logLevel   string
 	version    bool
 }
 
@@ -55,6 +57,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.httpAddr, "http-addr", "", "REST listen address, overrides server.http_addr (default 127.0.0.1:8080)")
 	fs.StringVar(&o.grpcAddr, "grpc-addr", "", "gRPC listen address, overrides server.grpc_addr (default 127.0.0.1:9090)")
 	fs.StringVar(&o.logFormat, "log-format", "", "log format: json or text (default: text on a terminal, else json; also SWITCHYARD_LOG_FORMAT)")
+	fs.StringVar(&o.logLevel, "log-level", "", "log level: debug, info, warn or error (default info; also SWITCHYARD_LOG_LEVEL); debug adds a line per failed upstream attempt and per failover")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	usage := func(w io.Writer) {
 		fmt.Fprintf(w, "Usage: switchyard [flags]\n\nSwitchyard serves the OpenAI-compatible REST surface and the gRPC services.\n\nFlags:\n")
@@ -82,7 +85,22 @@ func parseFlags(args []string, stdout, stderr io.Writer) (options, error) {
 	default:
 		return fail(fmt.Sprintf("--log-format %q: want json or text", o.logFormat))
 	}
+	if _, err := parseLevel(o.logLevel); err != nil {
+		return fail("--log-level " + err.Error())
+	}
 	return o, nil
+}
+
+// parseLevel reads a log level name; empty is info.
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if s == "" {
+		return slog.LevelInfo, nil
+	}
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return l, fmt.Errorf("%q: want debug, info, warn or error", s)
+	}
+	return l, nil
 }
 
 // version is the module version and VCS revision the binary was built from.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,7 +24,7 @@ func TestCommandLine(t *testing.T) {
 		emptyStdio bool     // nothing at all on stdout
 	}{
 		{name: "help", args: []string{"--help"}, code: 0,
-			stdout: []string{"Usage: switchyard [flags]", "-http-addr", "default 127.0.0.1:8080", "-grpc-addr", "default 127.0.0.1:9090", "-config", "-log-format", "-version"}},
+			stdout: []string{"Usage: switchyard [flags]", "-http-addr", "default 127.0.0.1:8080", "-grpc-addr", "default 127.0.0.1:9090", "-config", "-log-format", "-log-level", "-version"}},
 		{name: "short help", args: []string{"-h"}, code: 0, stdout: []string{"Usage: switchyard [flags]"}},
 		{name: "positional argument drops nothing silently", args: []string{"serve", "--http-addr", "127.0.0.1:0"}, code: 2,
 			stderr: []string{`unexpected argument "serve"`, "Usage: switchyard [flags]"}, emptyStdio: true},
@@ -33,6 +34,8 @@ func TestCommandLine(t *testing.T) {
 			stderr: []string{"flag provided but not defined: -bogus", "Usage: switchyard [flags]"}, emptyStdio: true},
 		{name: "unknown log format", args: []string{"--log-format", "xml"}, code: 2,
 			stderr: []string{`--log-format "xml": want json or text`}, emptyStdio: true},
+		{name: "unknown log level", args: []string{"--log-level", "chatty"}, code: 2,
+			stderr: []string{`--log-level "chatty": want debug, info, warn or error`}, emptyStdio: true},
 		{name: "version", args: []string{"--version"}, code: 0, stdout: []string{"switchyard ", "go1."}},
 	}
 	for _, tc := range cases {
@@ -106,4 +109,31 @@ func TestVersionLoggedAtStart(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(strings.SplitN(out.String(), "\n", 2)[0]), &rec))
 	require.Equal(t, "Switchyard starting", rec["msg"])
 	require.NotEmpty(t, rec["version"])
+}
+
+func TestLogLevel(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in      string
+		debug   bool
+		info    bool
+		invalid bool
+	}{
+		{"", false, true, false}, {"info", false, true, false}, {"debug", true, true, false}, {"DEBUG", true, true, false},
+		{"warn", false, false, false}, {"error", false, false, false}, {"loud", false, false, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.in, func(t *testing.T) {
+			t.Parallel()
+			level, err := parseLevel(tc.in)
+			if tc.invalid {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			log := newLogger(&bytes.Buffer{}, "json", level)
+			require.Equal(t, tc.debug, log.Enabled(context.Background(), slog.LevelDebug))
+			require.Equal(t, tc.info, log.Enabled(context.Background(), slog.LevelInfo))
+		})
+	}
 }

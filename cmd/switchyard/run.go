@@ -32,7 +32,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 			return fmt.Errorf("SWITCHYARD_LOG_FORMAT=%q: want json or text", o.logFormat)
 		}
 	}
-	log := newLogger(stdout, o.logFormat)
+	if o.logLevel == "" {
+		o.logLevel, _ = env("SWITCHYARD_LOG_LEVEL")
+	}
+	level, err := parseLevel(o.logLevel)
+	if err != nil {
+		return fmt.Errorf("SWITCHYARD_LOG_LEVEL=%w", err)
+	}
+	log := newLogger(stdout, o.logFormat, level)
 	log.Info("Switchyard starting", "version", version())
 	cfg, err := config.Load(o.configPath, env)
 	if err != nil {
@@ -70,7 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 }
 
 // newLogger logs in format (json or text); "" picks text on a terminal, else json.
-func newLogger(w io.Writer, format string) *slog.Logger {
+func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 	if format == "" {
 		format = "json"
 		if f, ok := w.(*os.File); ok {
@@ -79,8 +86,9 @@ func newLogger(w io.Writer, format string) *slog.Logger {
 			}
 		}
 	}
+	opts := &slog.HandlerOptions{Level: level}
 	if format == "text" {
-		return slog.New(slog.NewTextHandler(w, nil))
+		return slog.New(slog.NewTextHandler(w, opts))
 	}
-	return slog.New(slog.NewJSONHandler(w, nil))
+	return slog.New(slog.NewJSONHandler(w, opts))
 }
