@@ -79,7 +79,9 @@ type countingObserver struct {
 	transitions int
 }
 
-func (c *countingObserver) BreakerTransition(string, string, resilience.State, resilience.State) { c.transitions++ }
+func (c *countingObserver) BreakerTransition(string, string, resilience.State, resilience.State) {
+	c.transitions++
+}
 
 func TestBreakerLogOneLinePerTransition(t *testing.T) {
 	t.Parallel()
