@@ -46,9 +46,9 @@ type AdminServiceClient interface {
 	// ListVirtualModels returns every virtual model, config-managed ones included.
 	ListVirtualModels(ctx context.Context, in *ListVirtualModelsRequest, opts ...grpc.CallOption) (*ListVirtualModelsResponse, error)
 	// GetVirtualModel returns one virtual model by source. Over REST the source is
-	// one to three path segments ("chain", "openai/gpt-4o", "openrouter/meta/llama")
-	// or any name with its slashes escaped (%2F); never zero segments, so that the
-	// bare collection path stays ListVirtualModels.
+	// one to three path segments ("chain", "openai/gpt-4o", "openrouter/meta/llama";
+	// an escaped slash, %2F, counts as one); never zero, so that the bare
+	// collection path stays ListVirtualModels. Deeper names: gRPC only.
 	GetVirtualModel(ctx context.Context, in *GetVirtualModelRequest, opts ...grpc.CallOption) (*GetVirtualModelResponse, error)
 	// UpsertVirtualModel creates or replaces a virtual model; it takes effect on the
 	// next request and persists across restarts. The REST body is the whole
@@ -166,9 +166,9 @@ type AdminServiceServer interface {
 	// ListVirtualModels returns every virtual model, config-managed ones included.
 	ListVirtualModels(context.Context, *ListVirtualModelsRequest) (*ListVirtualModelsResponse, error)
 	// GetVirtualModel returns one virtual model by source. Over REST the source is
-	// one to three path segments ("chain", "openai/gpt-4o", "openrouter/meta/llama")
-	// or any name with its slashes escaped (%2F); never zero segments, so that the
-	// bare collection path stays ListVirtualModels.
+	// one to three path segments ("chain", "openai/gpt-4o", "openrouter/meta/llama";
+	// an escaped slash, %2F, counts as one); never zero, so that the bare
+	// collection path stays ListVirtualModels. Deeper names: gRPC only.
 	GetVirtualModel(context.Context, *GetVirtualModelRequest) (*GetVirtualModelResponse, error)
 	// UpsertVirtualModel creates or replaces a virtual model; it takes effect on the
 	// next request and persists across restarts. The REST body is the whole

@@ -680,9 +680,9 @@ export declare const AdminService: GenService<{
   },
   /**
    * GetVirtualModel returns one virtual model by source. Over REST the source is
-   * one to three path segments ("chain", "openai/gpt-4o", "openrouter/meta/llama")
-   * or any name with its slashes escaped (%2F); never zero segments, so that the
-   * bare collection path stays ListVirtualModels.
+   * one to three path segments ("chain", "openai/gpt-4o", "openrouter/meta/llama";
+   * an escaped slash, %2F, counts as one); never zero, so that the bare
+   * collection path stays ListVirtualModels. Deeper names: gRPC only.
    *
    * @generated from rpc switchyard.admin.v1.AdminService.GetVirtualModel
    */
