@@ -87,7 +87,7 @@ func (r *report) finish(ctx context.Context, log *slog.Logger, m *metrics.Metric
 	}
 	attrs := []slog.Attr{slog.String("request_id", requestID(ctx)), slog.String("surface", r.surface),
 		slog.String("method", endpoint), slog.String("code", code.String()), slog.Int("status", httpStatus),
-		slog.Duration("latency", latency)}
+		slog.Float64("latency_ms", Millis(latency))}
 	if r.model != "" {
 		attrs = append(attrs, slog.String("model", r.model), slog.Bool("stream", r.stream),
 			slog.Int("attempts", r.trace.Attempts), slog.Int("failovers", r.trace.Failovers),
@@ -101,6 +101,9 @@ func (r *report) finish(ctx context.Context, log *slog.Logger, m *metrics.Metric
 	}
 	log.LogAttrs(ctx, level, "request", attrs...)
 }
+
+// Millis is d in milliseconds, to the microsecond: how every log line gives a duration.
+func Millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // annotate puts the request's outcome on its server span. Prompt and completion
 // text are never recorded.

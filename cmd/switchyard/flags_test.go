@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -134,6 +135,26 @@ func TestLogLevel(t *testing.T) {
 			log := newLogger(&bytes.Buffer{}, "json", level)
 			require.Equal(t, tc.debug, log.Enabled(context.Background(), slog.LevelDebug))
 			require.Equal(t, tc.info, log.Enabled(context.Background(), slog.LevelInfo))
+		})
+	}
+}
+
+// Log durations carry their unit: milliseconds, under a name ending in _ms.
+func TestLogDurationsInMilliseconds(t *testing.T) {
+	for _, format := range []string{"json", "text"} {
+		t.Run(format, func(t *testing.T) {
+			var b bytes.Buffer
+			newLogger(&b, format, slog.LevelInfo).Info("x", "latency", 32039*time.Microsecond, "deadline", 10*time.Second)
+			switch format {
+			case "json":
+				var rec map[string]any
+				require.NoError(t, json.Unmarshal(b.Bytes(), &rec))
+				require.Equal(t, 32.039, rec["latency_ms"])
+				require.Equal(t, float64(10000), rec["deadline_ms"])
+				require.NotContains(t, rec, "latency")
+			case "text":
+				require.Contains(t, b.String(), "latency_ms=32.039 deadline_ms=10000")
+			}
 		})
 	}
 }

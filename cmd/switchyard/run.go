@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchyard/switchyard/app"
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/server"
 	"github.com/switchyard/switchyard/tracing"
 )
 
@@ -68,7 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: readiness off, draining in-flight calls", "deadline", cfg.Server.DrainTimeout)
+	log.Info("shutting down: readiness off, draining in-flight calls", "drain_timeout_ms", server.Millis(cfg.Server.DrainTimeout))
 	if err := a.Shutdown(context.Background()); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
@@ -86,9 +87,19 @@ func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 			}
 		}
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationsInMillis}
 	if format == "text" {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// durationsInMillis writes every duration in a log line as milliseconds under a
+// name that says so (latency → latency_ms), in JSON and text alike, so that no log
+// field is a bare number of nanoseconds.
+func durationsInMillis(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.Float64(a.Key+"_ms", server.Millis(a.Value.Duration()))
+	}
+	return a
 }
