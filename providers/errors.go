@@ -18,8 +18,12 @@ type Error struct {
 	// Provider is the configured provider name.
 	Provider string
 	// Status is the HTTP status the client should see (the upstream's own status,
-	// 502 for unreadable answers and transport failures, 504 for timeouts).
+	// 502 for unreadable answers, transport failures and an upstream's 401/403,
+	// 504 for timeouts).
 	Status int
+	// Answered is the status the upstream answered when the client is shown
+	// another one (an upstream 401 is shown as 502); 0 when it is Status.
+	Answered int
 	// Message, Type, Code and Param come from the upstream's error body when it has one.
 	Message, Type, Code, Param string
 	// RetryAfter is the wait the upstream asked for (Retry-After, retry-after-ms).
@@ -28,8 +32,9 @@ type Error struct {
 	Transport bool
 	// Timeout is set when a local timeout ended the attempt.
 	Timeout bool
-	// Kind names a failure hidden behind a success, for metrics and logs:
-	// KindHiddenError, KindNoChoices, KindEmptyStream, KindUnreadable; empty otherwise.
+	// Kind names a failure the status alone does not tell, for metrics and logs:
+	// KindHiddenError, KindNoChoices, KindEmptyStream, KindUnreadable,
+	// KindUpstreamAuth; empty otherwise.
 	Kind string
 	// Err is the underlying cause, if any.
 	Err error
@@ -47,10 +52,15 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// UpstreamStatus is the status the upstream answered; 0 when none arrived.
+// UpstreamStatus is the status the upstream answered; 0 when none arrived. It is
+// what retries and breakers judge: an upstream 401 shown to the client as 502 is
+// still a 401 to them (not retried).
 func (e *Error) UpstreamStatus() int {
 	if e.Transport || e.Timeout {
 		return 0
+	}
+	if e.Answered != 0 {
+		return e.Answered
 	}
 	return e.Status
 }
@@ -70,6 +80,8 @@ const (
 	KindNoChoices   = "no_choices"
 	KindEmptyStream = "empty_stream"
 	KindUnreadable  = "unreadable"
+	// KindUpstreamAuth: the upstream refused Switchyard's own credentials (401/403).
+	KindUpstreamAuth = "upstream_auth"
 )
 
 // Kinds of incomplete streams.

@@ -78,8 +78,6 @@ func toStatus(log *slog.Logger, err error) error {
 	case errors.Is(err, router.ErrVirtualModelNotFound), errors.Is(err, router.ErrUnknownProvider),
 		errors.Is(err, router.ErrBreakerNotFound):
 		return statusOf(apiError{httpStatus: http.StatusNotFound, message: err.Error(), errType: "not_found_error", code: "not_found"})
-	case errors.As(err, &de):
-		return statusOf(apiError{httpStatus: http.StatusBadRequest, message: de.Error(), errType: "invalid_request_error", param: de.Param})
 	case errors.As(err, &nf):
 		return statusOf(apiError{httpStatus: http.StatusNotFound, message: nf.Error(), errType: "invalid_request_error",
 			code: "model_not_found", param: "model"})
@@ -91,6 +89,8 @@ func toStatus(log *slog.Logger, err error) error {
 	case errors.As(err, &pe):
 		return statusOf(apiError{httpStatus: pe.Status, message: pe.Error(), errType: orDefault(pe.Type, typeForStatus(pe.Status)),
 			code: pe.Code, param: pe.Param, final: errors.Is(err, resilience.ErrRetriesExhausted)})
+	case errors.As(err, &de): // after pe: an upstream's unreadable bytes are its fault, not the client's
+		return statusOf(apiError{httpStatus: http.StatusBadRequest, message: de.Error(), errType: "invalid_request_error", param: de.Param})
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, "the request was cancelled")
 	case errors.Is(err, context.DeadlineExceeded):

@@ -2,7 +2,8 @@
 // and benchmarks. It answers like OpenAI does (bodies shaped after recorded OpenAI
 // traffic in testdata/, SSE framing, usage chunk, error bodies) and injects the
 // faults Switchyard must survive: error statuses with Retry-After, errors hidden in
-// a 200, empty answers, resets, streams cut short or stalled, slow answers.
+// a 200, empty answers, resets, streams cut short or stalled, headers and then
+// silence, slow answers.
 package fakeupstream
 
 import (
@@ -49,6 +50,9 @@ type Reply struct {
 	// Burst writes the whole stream in one write, as a fast upstream's buffered
 	// answer arrives.
 	Burst bool
+	// HeadersOnly sends 200 and the response headers (event-stream for a stream),
+	// then nothing, until the client goes away or the server closes.
+	HeadersOnly bool
 }
 
 // Request is one recorded request.
@@ -237,6 +241,15 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, body []byte, 
 	_ = json.Unmarshal(body, &req)
 	if rep.Text == "" {
 		rep.Text = "Hello from the fake upstream!"
+	}
+	if rep.HeadersOnly {
+		w.Header().Set("Content-Type", map[bool]string{true: "text/event-stream", false: "application/json"}[req.Stream])
+		w.WriteHeader(http.StatusOK)
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		<-r.Context().Done()
+		return
 	}
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")

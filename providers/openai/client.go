@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -24,8 +25,19 @@ import (
 	"github.com/switchyard/switchyard/tracing"
 )
 
-// maxResponseBytes bounds a non-stream response body.
-const maxResponseBytes = 64 << 20
+// MaxResponseBytes bounds what Switchyard reads of one upstream answer: a
+// non-stream body, or one stream event. It is twice the default request body
+// limit (server.max_body_bytes); a larger answer is unreadable (502), so a
+// hostile or broken upstream cannot make the gateway buffer without end.
+const MaxResponseBytes = 16 << 20
+
+// maxErrorBytes bounds what is read of an error status's body (only its message
+// is kept, and at most 512 bytes of a body that has none).
+const maxErrorBytes = 1 << 20
+
+// DefaultStreamFirstEventTimeout is the wait for a stream's first event when the
+// configuration sets none (config.DefaultStreamFirstEventTimeout is the same).
+const DefaultStreamFirstEventTimeout = 2 * time.Minute
 
 // Config is what a Client needs.
 type Config struct {
@@ -41,6 +53,14 @@ type Config struct {
 	// Timeout a whole non-stream attempt; StreamIdleTimeout each gap between stream
 	// reads after the first byte. Zero means no limit.
 	ConnectTimeout, ResponseHeaderTimeout, Timeout, StreamIdleTimeout time.Duration
+	// StreamFirstEventTimeout bounds a stream's wait from sending the request to its
+	// first event (headers included); past it the attempt fails as a local timeout
+	// (504, a breaker failure, failover-eligible). Zero means
+	// DefaultStreamFirstEventTimeout, negative no limit.
+	StreamFirstEventTimeout time.Duration
+	// Log hears what an operator must act on (the upstream refusing Switchyard's
+	// credentials); nil discards it.
+	Log *slog.Logger
 }
 
 // Client calls one OpenAI-compatible upstream over a pooled HTTP client.
@@ -50,6 +70,9 @@ type Client struct {
 	headers http.Header
 	http    *http.Client
 	cfg     Config
+	log     *slog.Logger
+	// secrets are the strings no error may carry to a client (see redact).
+	secrets []string
 }
 
 // New returns a Client with its own connection pool.
@@ -77,12 +100,21 @@ func New(cfg Config) *Client {
 		h.Set("Authorization", "Bearer "+cfg.APIKey)
 	}
 	h.Set("Content-Type", "application/json")
+	if cfg.StreamFirstEventTimeout == 0 {
+		cfg.StreamFirstEventTimeout = DefaultStreamFirstEventTimeout
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &Client{
 		name:    cfg.Name,
 		baseURL: strings.TrimRight(cfg.BaseURL, "/"),
 		headers: h,
 		http:    &http.Client{Transport: tr},
 		cfg:     cfg,
+		log:     log,
+		secrets: secretsOf(cfg),
 	}
 }
 
@@ -126,7 +158,9 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 	}
 	hr, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, rd)
 	if err != nil {
-		return nil, err
+		// The parse error quotes the URL, userinfo and all: say it without it.
+		return nil, &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Transport: true,
+			Message: fmt.Sprintf("provider %s has an unusable base_url %s", c.name, providers.DisplayURL(c.baseURL))}
 	}
 	for k, v := range c.headers {
 		hr.Header[k] = v
@@ -146,9 +180,13 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 // transportError wraps a failure to get an answer.
 func (c *Client) transportError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		if errors.Is(context.Cause(ctx), errAttemptTimeout) {
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, errAttemptTimeout):
 			return &providers.Error{Provider: c.name, Status: http.StatusGatewayTimeout, Timeout: true,
 				Message: fmt.Sprintf("provider %s did not answer within %s", c.name, c.cfg.Timeout), Err: err}
+		case errors.Is(cause, errFirstEvent):
+			return &providers.Error{Provider: c.name, Status: http.StatusGatewayTimeout, Timeout: true, Code: "timeout",
+				Message: fmt.Sprintf("provider %s sent no stream event within %s", c.name, c.cfg.StreamFirstEventTimeout), Err: err}
 		}
 		return ctx.Err()
 	}
@@ -160,7 +198,7 @@ func (c *Client) transportError(ctx context.Context, err error) error {
 		e.Status = http.StatusGatewayTimeout
 		e.Message = fmt.Sprintf("provider %s timed out: %v", c.name, rootCause(err))
 	}
-	return e
+	return c.redact(e) // the cause may quote the upstream's bytes
 }
 
 var errAttemptTimeout = errors.New("attempt timeout")
@@ -195,8 +233,7 @@ func (c *Client) Chat(ctx context.Context, req *providers.Request) (*pb.ChatComp
 	}
 	out := &pb.ChatCompletion{}
 	if err := openaijson.UnmarshalCompletion(body, out); err != nil {
-		return nil, &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Err: err, Kind: providers.KindUnreadable,
-			Message: fmt.Sprintf("provider %s returned an unreadable response: %v", c.name, err)}
+		return nil, c.unreadable("returned an unreadable response", err)
 	}
 	if len(out.GetChoices()) == 0 {
 		return nil, &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Err: providers.ErrEmptyResponse,
@@ -213,14 +250,31 @@ func (c *Client) roundTrip(ctx context.Context, hr *http.Request) ([]byte, error
 		return nil, c.transportError(ctx, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
+		if err != nil {
+			return nil, c.transportError(ctx, err)
+		}
+		return nil, c.parseError(resp.StatusCode, resp.Header, body)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	if err != nil {
 		return nil, c.transportError(ctx, err)
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, c.parseError(resp.StatusCode, resp.Header, body)
+	if len(body) > MaxResponseBytes {
+		return nil, c.unreadable("returned an unreadable response", errTooLarge)
 	}
 	return body, nil
+}
+
+var errTooLarge = fmt.Errorf("larger than the %d MiB Switchyard reads", MaxResponseBytes>>20)
+
+// unreadable is the error for upstream bytes that do not decode: the provider's
+// fault, never the client's (502, a breaker failure, failover-eligible). The
+// cause stays reachable for errors.Is, but the message says whose bytes they were.
+func (c *Client) unreadable(what string, err error) *providers.Error {
+	return c.redact(&providers.Error{Provider: c.name, Status: http.StatusBadGateway, Kind: providers.KindUnreadable,
+		Code: "upstream_unreadable", Err: err, Message: fmt.Sprintf("provider %s %s: %v", c.name, what, err)})
 }
 
 // normalize fills members OpenAI always sends that a lenient upstream left out.
@@ -264,8 +318,7 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Err: err,
-			Message: fmt.Sprintf("provider %s returned an unreadable model list", c.name)}
+		return nil, c.unreadable("returned an unreadable model list", err)
 	}
 	ids := make([]string, 0, len(list.Data))
 	for _, m := range list.Data {

@@ -3,7 +3,10 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,14 +32,31 @@ type errorDetail struct {
 func (c *Client) parseError(status int, h http.Header, body []byte) *providers.Error {
 	e := &providers.Error{Provider: c.name, Status: status, RetryAfter: providers.RetryAfter(h, time.Now())}
 	fillError(e, body)
-	defer c.redact(e)
 	if e.Message == "" {
 		e.Message = strings.TrimSpace(string(body))
 		if e.Message == "" || len(e.Message) > 512 || !json.Valid(body) && strings.ContainsAny(e.Message, "<>") {
 			e.Message = "provider " + c.name + " returned " + strconv.Itoa(status) + " " + http.StatusText(status)
 		}
 	}
-	return e
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		c.authFailure(e)
+	}
+	return c.redact(e)
+}
+
+// authFailure rewrites an upstream 401/403: it refused Switchyard's own key, not
+// the client's, so the client sees 502 naming the provider (an SDK must not
+// report its caller's key as invalid) and the chain fails over (the target is
+// out of service until an operator fixes the key). Retries and breakers still
+// see the upstream's status (Answered): a refused key is not retried.
+func (c *Client) authFailure(e *providers.Error) {
+	c.log.Error("the provider refused Switchyard's credentials: check its api_key", "provider", c.name,
+		"status", e.Status, "error", c.redactString(e.Message))
+	e.Message = fmt.Sprintf("provider %s refused Switchyard's credentials (upstream %d %s): %s",
+		c.name, e.Status, http.StatusText(e.Status), e.Message)
+	e.Answered, e.Status = e.Status, http.StatusBadGateway
+	e.Type, e.Code, e.Param = "server_error", "upstream_authentication_failed", ""
+	e.Kind = providers.KindUpstreamAuth
 }
 
 // fillError copies message, type, param and code from an error body into e. It
@@ -93,8 +113,7 @@ func (c *Client) hiddenError(body []byte) *providers.Error {
 	if e.Message == "" {
 		e.Message = "provider " + c.name + " returned an error inside a 200 response"
 	}
-	c.redact(e)
-	return e
+	return c.redact(e)
 }
 
 // looksLikeError is a cheap pre-check, run on every response and stream event: a
@@ -114,11 +133,48 @@ func looksLikeError(body []byte) bool {
 	return len(probe.Error) > 0 && string(probe.Error) != "null" && len(probe.Choices) == 0
 }
 
-// redact removes the upstream API key from an error's text, should the upstream
-// echo it: keys never leave the process.
-func (c *Client) redact(e *providers.Error) {
-	if key := c.cfg.APIKey; len(key) >= 8 {
-		e.Message = strings.ReplaceAll(e.Message, key, "[redacted]")
-		e.Param = strings.ReplaceAll(e.Param, key, "[redacted]")
+// minSecret is the shortest secret redacted: shorter strings would mangle
+// ordinary words of a message and are no credential worth the name.
+const minSecret = 8
+
+// secretsOf lists what an upstream might echo that must never leave the
+// process: the API key, the configured header values (Azure's api-key, ...) and
+// the base URL's userinfo password.
+func secretsOf(cfg Config) []string {
+	var out []string
+	add := func(s string) {
+		if len(s) >= minSecret && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
 	}
+	add(cfg.APIKey)
+	for _, v := range cfg.Headers {
+		add(v)
+	}
+	if u, err := url.Parse(cfg.BaseURL); err == nil && u.User != nil {
+		p, _ := u.User.Password()
+		add(p)
+		add(u.User.String())
+	}
+	// Longest first, so that a secret containing another goes whole.
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// redact removes every secret from every string of e a client can see (message,
+// type, code, param: the REST body, the gRPC status message and its ErrorInfo
+// reason and metadata are all made of these). Keys never leave the process.
+func (c *Client) redact(e *providers.Error) *providers.Error {
+	e.Message = c.redactString(e.Message)
+	e.Type = c.redactString(e.Type)
+	e.Code = c.redactString(e.Code)
+	e.Param = c.redactString(e.Param)
+	return e
+}
+
+func (c *Client) redactString(s string) string {
+	for _, k := range c.secrets {
+		s = strings.ReplaceAll(s, k, "[redacted]")
+	}
+	return s
 }

@@ -16,7 +16,12 @@ import (
 	"github.com/switchyard/switchyard/providers"
 )
 
-var errIdle = errors.New("stream idle timeout")
+var (
+	errIdle       = errors.New("stream idle timeout")
+	errFirstEvent = errors.New("stream first event timeout")
+	// errEventTooLarge is an event longer than MaxResponseBytes.
+	errEventTooLarge = fmt.Errorf("a stream event larger than the %d MiB Switchyard reads", MaxResponseBytes>>20)
+)
 
 // eventReader reads Server-Sent Events and returns each event's data.
 type eventReader struct {
@@ -25,19 +30,26 @@ type eventReader struct {
 }
 
 // next returns the data of the next event that has any; io.EOF at the end. An event
-// cut off by the end of the stream (no blank line) is returned with io.ErrUnexpectedEOF.
+// cut off by the end of the stream (no blank line) is returned with
+// io.ErrUnexpectedEOF, one longer than MaxResponseBytes with errEventTooLarge.
 func (r *eventReader) next() ([]byte, error) {
 	r.data.Reset()
 	for {
 		line, err := r.rd.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			// A very long line: gather the rest of it.
+			// A very long line: gather the rest of it, up to the bound.
 			full := append([]byte(nil), line...)
 			for errors.Is(err, bufio.ErrBufferFull) {
+				if len(full)+r.data.Len() > MaxResponseBytes {
+					return nil, errEventTooLarge
+				}
 				line, err = r.rd.ReadSlice('\n')
 				full = append(full, line...)
 			}
 			line = full
+		}
+		if len(line)+r.data.Len() > MaxResponseBytes {
+			return nil, errEventTooLarge
 		}
 		if err != nil {
 			if len(line) > 0 || r.data.Len() > 0 {
@@ -105,21 +117,36 @@ func (c *Client) Stream(ctx context.Context, req *providers.Request) (providers.
 		return nil, err
 	}
 	hr.Header.Set("Accept", "text/event-stream")
+	// The wait for the first event (headers included) is bounded: an upstream that
+	// answers headers and then nothing must not hold the client until its own
+	// deadline. It fails as a local timeout, before any byte reached the client.
+	var firstTimer *time.Timer
+	if d := c.cfg.StreamFirstEventTimeout; d > 0 {
+		firstTimer = time.AfterFunc(d, func() { cancel(errFirstEvent) })
+	}
 	resp, err := c.http.Do(hr)
 	if err != nil {
+		stopTimer(firstTimer)
+		err = c.transportError(sctx, err) // before cancel: it reads why sctx ended
 		cancel(nil)
-		return nil, c.transportError(ctx, err)
+		return nil, err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
 		resp.Body.Close()
+		stopTimer(firstTimer)
 		cancel(nil)
 		return nil, c.parseError(resp.StatusCode, resp.Header, body)
 	}
 	s := &stream{c: c, body: resp.Body, cancel: cancel, ctx: sctx, model: req.Model,
 		events: eventReader{rd: newReader(resp.Body)}}
 	first, err := s.readFirst()
+	if err == nil && !stopTimer(firstTimer) {
+		// The first event and the timeout crossed: the context is cancelled.
+		err = c.transportError(sctx, context.Cause(sctx))
+	}
 	if err != nil {
+		stopTimer(firstTimer)
 		s.Close()
 		return nil, err
 	}
@@ -131,6 +158,9 @@ func (c *Client) Stream(ctx context.Context, req *providers.Request) (providers.
 	}
 	return s, nil
 }
+
+// stopTimer stops t, if any, and reports whether it had not fired.
+func stopTimer(t *time.Timer) bool { return t == nil || t.Stop() }
 
 type stream struct {
 	c      *Client
@@ -154,7 +184,12 @@ type stream struct {
 func (s *stream) readFirst() (*pb.ChatCompletionChunk, error) {
 	data, err := s.events.next()
 	if err != nil {
-		if errors.Is(err, io.EOF) {
+		switch {
+		case s.ctx.Err() != nil:
+			return nil, s.c.transportError(s.ctx, err)
+		case errors.Is(err, errEventTooLarge):
+			return nil, s.c.unreadable("sent an unreadable stream event", err)
+		case errors.Is(err, io.EOF):
 			return nil, &providers.Error{Provider: s.c.name, Status: http.StatusBadGateway, Err: providers.ErrEmptyResponse,
 				Message: "provider returned an empty stream", Code: "empty_response", Kind: providers.KindEmptyStream}
 		}
@@ -169,8 +204,7 @@ func (s *stream) readFirst() (*pb.ChatCompletionChunk, error) {
 	}
 	chunk, err := s.decode(data)
 	if err != nil {
-		return nil, &providers.Error{Provider: s.c.name, Status: http.StatusBadGateway, Err: err, Kind: providers.KindUnreadable,
-			Message: fmt.Sprintf("provider %s sent an unreadable stream event: %v", s.c.name, err)}
+		return nil, s.c.unreadable("sent an unreadable stream event", err)
 	}
 	s.firstRaw = append([]byte(nil), data...)
 	return chunk, nil
@@ -198,7 +232,13 @@ func (s *stream) decode(data []byte) (*pb.ChatCompletionChunk, error) {
 func (s *stream) incomplete(kind, reason string) error {
 	s.done = true
 	s.Close()
-	return &providers.StreamError{Provider: s.c.name, Kind: kind, Reason: reason}
+	return &providers.StreamError{Provider: s.c.name, Kind: kind, Reason: s.c.redactString(reason)}
+}
+
+// malformed ends the stream on a chunk that does not decode: the chunk is never
+// passed on, in part or whole.
+func (s *stream) malformed(err error) error {
+	return s.incomplete(providers.StreamMalformedChunk, fmt.Sprintf("the provider sent an unreadable chunk: %v", err))
 }
 
 // Recv returns the next chunk, io.EOF after the final event.
@@ -214,7 +254,7 @@ func (s *stream) Recv() (*pb.ChatCompletionChunk, error) {
 	}
 	chunk, err := s.decode(data)
 	if err != nil {
-		return nil, s.incomplete(providers.StreamMalformedChunk, fmt.Sprintf("malformed chunk: %v", err))
+		return nil, s.malformed(err)
 	}
 	return chunk, nil
 }
@@ -238,12 +278,13 @@ func (s *stream) NextRaw() (providers.RawChunk, error) {
 		return providers.RawChunk{}, err
 	}
 	c := providers.RawChunk{Bytes: data}
-	c.Info, err = openaijson.InspectChunk(data)
-	if err != nil || !c.Info.Complete {
+	if c.Info, err = openaijson.InspectChunk(data); err != nil {
+		return providers.RawChunk{}, s.malformed(err) // the verdict UnmarshalChunk would give
+	}
+	if !c.Info.Complete {
 		if c.Decoded, err = s.decode(data); err != nil {
-			return providers.RawChunk{}, s.incomplete(providers.StreamMalformedChunk, fmt.Sprintf("malformed chunk: %v", err))
+			return providers.RawChunk{}, s.malformed(err)
 		}
-		c.Info.Complete = false
 	}
 	if c.Info.Finished {
 		s.finished = true
@@ -277,6 +318,9 @@ func (s *stream) nextEvent() ([]byte, error) {
 			s.done = true
 			s.Close()
 			return nil, io.EOF
+		}
+		if errors.Is(err, errEventTooLarge) {
+			return nil, s.malformed(err)
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, s.incomplete(providers.StreamClosedEarly, "the connection closed before the final event")
