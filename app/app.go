@@ -92,7 +92,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	}
 	infos := map[string]server.ProviderInfo{}
 	for name, p := range cfg.Providers {
-		infos[name] = server.ProviderInfo{Type: p.Type, BaseURL: p.BaseURL}
+		infos[name] = server.ProviderInfo{Type: p.Type, BaseURL: providers.DisplayURL(p.BaseURL)}
 	}
 	rt.Discover(ctx, discoveryTimeout)
 	if len(rt.Models()) == 0 {
@@ -175,13 +175,13 @@ func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) ([]r
 		default:
 			prov = openai.New(openai.Config{Name: name, BaseURL: p.BaseURL, APIKey: string(p.APIKey), Headers: p.Headers,
 				ConnectTimeout: p.ConnectTimeout, ResponseHeaderTimeout: p.ResponseHeaderTimeout, Timeout: p.Timeout,
-				StreamIdleTimeout: p.StreamIdleTimeout})
+				StreamIdleTimeout: p.StreamIdleTimeout, StreamFirstEventTimeout: p.StreamFirstEventTimeout, Log: log})
 		}
 		retry, breaker := config.ResolveResilience(cfg.Resilience, p.Resilience)
 		percent, minConc := config.ResolveBudget(cfg.Resilience, p.Resilience)
 		guard := resilience.NewGuard(resilience.GuardConfig{Provider: name, Retry: retry, Breaker: breaker,
 			Budget: resilience.NewBudget(percent, minConc), Observer: router.BreakerLog(log, m)})
-		log.Info("provider configured", "provider", name, "type", p.Type, "base_url", p.BaseURL,
+		log.Info("provider configured", "provider", name, "type", p.Type, "base_url", providers.DisplayURL(p.BaseURL),
 			"configured_models", len(p.Models), "max_retries", retry.MaxRetries, "breaker", breaker.Active(),
 			"breaker_scope", string(breaker.Scope))
 		targets = append(targets, router.Target{Provider: prov, Configured: p.Models, Guard: guard})

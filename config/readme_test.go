@@ -35,6 +35,7 @@ func TestReadmeSettingsTableMatchesCode(t *testing.T) {
 		"server.grpc_addr":                               config.DefaultGRPCAddr,
 		"server.max_body_bytes":                          fmt.Sprint(config.DefaultMaxBodyBytes),
 		"server.stream_idle_timeout":                     config.DefaultStreamIdleTimeout.String(),
+		"server.stream_first_event_timeout":              config.DefaultStreamFirstEventTimeout.String(),
 		"server.data_dir":                                config.DefaultDataDir,
 		"server.recheck_interval":                        config.DefaultRecheckInterval.String(),
 		"server.drain_timeout":                           config.DefaultDrainTimeout.String(),

@@ -35,6 +35,10 @@ type Server struct {
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// StreamIdleTimeout limits each gap between upstream stream reads after the first byte.
 	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
+	// StreamFirstEventTimeout limits the wait for an upstream stream's first event,
+	// from sending the request (headers included); past it the attempt is a local
+	// timeout (504, a breaker failure) and a failover chain moves on. Negative: no limit.
+	StreamFirstEventTimeout time.Duration `yaml:"stream_first_event_timeout"`
 	// DrainTimeout is the drain deadline for in-flight calls on SIGTERM.
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
 	// RecheckInterval is how often providers whose model discovery failed are asked again.
@@ -64,6 +68,8 @@ type Provider struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// StreamIdleTimeout overrides server.stream_idle_timeout for this provider.
 	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
+	// StreamFirstEventTimeout overrides server.stream_first_event_timeout for this provider.
+	StreamFirstEventTimeout time.Duration `yaml:"stream_first_event_timeout"`
 	// Resilience overrides the global block field by field.
 	Resilience Resilience `yaml:"resilience"`
 	// Simulator tunes the simulator provider.

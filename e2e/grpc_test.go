@@ -98,7 +98,7 @@ func TestGRPCErrorsHaveProperCodes(t *testing.T) {
 		{"missing model", func(r *pb.ChatCompletionRequest) { r.Model = "" }, nil, codes.InvalidArgument},
 		{"no messages", func(r *pb.ChatCompletionRequest) { r.Messages = nil }, nil, codes.InvalidArgument},
 		{"unknown model", func(r *pb.ChatCompletionRequest) { r.Model = "nope" }, nil, codes.NotFound},
-		{"upstream 401", nil, &fakeupstream.Reply{Status: 401}, codes.Unauthenticated},
+		{"upstream 401 (Switchyard's own key refused)", nil, &fakeupstream.Reply{Status: 401}, codes.Unavailable},
 		{"upstream 400", nil, &fakeupstream.Reply{Status: 400}, codes.InvalidArgument},
 		{"upstream 500", nil, &fakeupstream.Reply{Status: 500}, codes.Internal},
 	}
