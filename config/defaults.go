@@ -9,6 +9,8 @@ const (
 	DefaultMaxBodyBytes      = 8 << 20
 	DefaultStreamIdleTimeout = 60 * time.Second
 	DefaultDrainTimeout      = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
 	DefaultDataDir           = "./data"
 	DefaultRecheckInterval   = 60 * time.Second
 
@@ -45,6 +47,12 @@ func applyDefaults(cfg *Config) {
 	}
 	if s.DrainTimeout == 0 {
 		s.DrainTimeout = DefaultDrainTimeout
+	}
+	if s.ReadTimeout == 0 {
+		s.ReadTimeout = DefaultReadTimeout
+	}
+	if s.IdleTimeout == 0 {
+		s.IdleTimeout = DefaultIdleTimeout
 	}
 	if s.RecheckInterval == 0 {
 		s.RecheckInterval = DefaultRecheckInterval

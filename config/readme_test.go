@@ -39,6 +39,8 @@ func TestReadmeSettingsTableMatchesCode(t *testing.T) {
 		"server.data_dir":                                config.DefaultDataDir,
 		"server.recheck_interval":                        config.DefaultRecheckInterval.String(),
 		"server.drain_timeout":                           config.DefaultDrainTimeout.String(),
+		"server.read_timeout":                            config.DefaultReadTimeout.String(),
+		"server.idle_timeout":                            config.DefaultIdleTimeout.String(),
 		"providers.*.connect_timeout":                    config.DefaultConnectTimeout.String(),
 		"providers.*.response_header_timeout":            config.DefaultResponseHeaderTimeout.String(),
 		"providers.*.timeout":                            config.DefaultProviderTimeout.String(),

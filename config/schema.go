@@ -41,6 +41,11 @@ type Server struct {
 	StreamFirstEventTimeout time.Duration `yaml:"stream_first_event_timeout"`
 	// DrainTimeout is the drain deadline for in-flight calls on SIGTERM.
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
+	// ReadTimeout bounds reading a whole REST request, headers and body; slower
+	// requests get 408 and their connection closed. Answers and streams are not bounded by it.
+	ReadTimeout time.Duration `yaml:"read_timeout"`
+	// IdleTimeout closes REST keep-alive and gRPC connections idle for this long.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
 	// RecheckInterval is how often providers whose model discovery failed are asked again.
 	RecheckInterval time.Duration `yaml:"recheck_interval"`
 	// DataDir holds runtime state (e.g. virtual models created through the admin API).

@@ -29,10 +29,11 @@ const (
 )
 
 // interceptors builds the chain every call passes, gRPC and REST alike, in a fixed
-// order: recovery → request id → logging → auth → handler. The gRPC server installs
-// it, and the REST surface runs the very same functions for its in-process calls.
-func interceptors(log *slog.Logger, m *metrics.Metrics, tracer trace.Tracer, keys Keys) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
-	c := chain{log: log, m: m, tracer: tracer, auth: authorizer{keys: keys}}
+// order: recovery → request id → logging → auth → drain tracking → handler. The gRPC
+// servers install it, and the REST surface runs the very same functions for its
+// in-process calls.
+func interceptors(c chain) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+	log := c.log
 	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
 		defer recoverInto(log, info.FullMethod, &err)
 		err = c.run(ctx, info.FullMethod, func(ctx context.Context) error {
@@ -56,10 +57,12 @@ type chain struct {
 	m      *metrics.Metrics
 	tracer trace.Tracer
 	auth   authorizer
+	// drain ends calls still running at the drain deadline with shuttingDown.
+	drain *drainer
 }
 
 // run gives the call its request id, server span and report, checks its key, runs
-// the handler, then logs and measures it.
+// the handler (which the drain deadline can end), then logs and measures it.
 func (c chain) run(ctx context.Context, method string, handler func(context.Context) error) error {
 	ctx = withRequestID(ctx)
 	ctx, span := startServerSpan(ctx, c.tracer, method)
@@ -69,7 +72,12 @@ func (c chain) run(ctx context.Context, method string, handler func(context.Cont
 	defer c.m.InFlight(rep.surface, -1)
 	ctx, err := c.auth.check(ctx, method)
 	if err == nil {
-		err = handler(ctx)
+		hctx, done := c.drain.track(ctx)
+		err = handler(hctx)
+		if drained(hctx, err) {
+			err = shuttingDown()
+		}
+		done()
 	}
 	rep.finish(ctx, c.log, c.m, method, err)
 	rep.annotate(span, err)
@@ -155,11 +163,24 @@ func equal(a, b string) bool {
 	return b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
-// check enforces the keys: inference needs the master key, admin the admin key;
+// check enforces the keys (see verify) on a call's authorization metadata and
+// names the caller in the returned context.
+func (a authorizer) check(ctx context.Context, method string) (context.Context, error) {
+	caller, err := a.verify(method, firstMD(ctx, mdAuthorization))
+	if caller != "" {
+		ctx = context.WithValue(ctx, callerKey{}, caller)
+	}
+	return ctx, err
+}
+
+// verify enforces the keys on an Authorization value ("Bearer <key>", the scheme
+// in any case, RFC 7235 §2.1) and returns the caller's key id. It is the one check
+// of both surfaces: the interceptor chain runs it on metadata, the REST front on
+// the header before reading a body. Inference needs the master key, admin the admin key;
 // the master key never grants admin, and the admin key grants inference only if it
 // is also the master key. Missing or wrong keys are Unauthenticated; a valid key on
 // the wrong service is PermissionDenied. Health and reflection need none.
-func (a authorizer) check(ctx context.Context, method string) (context.Context, error) {
+func (a authorizer) verify(method, authorization string) (string, error) {
 	var want, other, kind string
 	switch {
 	case strings.HasPrefix(method, "/switchyard.v1."):
@@ -167,21 +188,31 @@ func (a authorizer) check(ctx context.Context, method string) (context.Context, 
 	case strings.HasPrefix(method, "/switchyard.admin.v1."):
 		want, other, kind = a.keys.Admin, a.keys.Master, "admin"
 	default:
-		return ctx, nil
+		return "", nil
 	}
 	if want == "" {
-		return ctx, nil
+		return "", nil
 	}
-	got, ok := strings.CutPrefix(firstMD(ctx, mdAuthorization), "Bearer ")
+	got, ok := bearer(authorization)
 	switch {
 	case !ok || got == "":
-		return ctx, status.Error(codes.Unauthenticated, "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.")
+		return "", status.Error(codes.Unauthenticated, "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.")
 	case equal(got, want):
-		return context.WithValue(ctx, callerKey{}, keyID(kind, got)), nil
+		return keyID(kind, got), nil
 	case equal(got, other):
-		return ctx, status.Errorf(codes.PermissionDenied, "This key is valid but not allowed to call the %s API.", serviceName(kind))
+		return "", status.Errorf(codes.PermissionDenied, "This key is valid but not allowed to call the %s API.", serviceName(kind))
 	}
-	return ctx, status.Error(codes.Unauthenticated, "Incorrect API key provided.")
+	return "", status.Error(codes.Unauthenticated, "Incorrect API key provided.")
+}
+
+// bearer reads the token of a Bearer credential; the scheme is case-insensitive
+// and may be followed by more than one space.
+func bearer(authorization string) (string, bool) {
+	scheme, token, ok := strings.Cut(authorization, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimLeft(token, " "), true
 }
 
 func serviceName(kind string) string {

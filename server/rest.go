@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
@@ -24,8 +25,9 @@ import (
 type restOptions struct {
 	in           inProcess
 	metrics      http.Handler
-	drain        *drainer
+	auth         authorizer
 	writeTimeout time.Duration
+	readTimeout  time.Duration
 	log          *slog.Logger
 	maxBodyBytes int64
 	ready        func() (bool, string)
@@ -108,9 +110,15 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/v1/chat/completions":
 		if r.Method == http.MethodPost {
-			f.chatCompletions(w, r)
+			// Stream or not is in the body: the refusal is logged as CreateChatCompletion.
+			if f.authorized(w, r, pb.ChatService_CreateChatCompletion_FullMethodName) {
+				f.chatCompletions(w, r)
+			}
 			return
 		}
+	}
+	if method, ok := adminBodyRoutes[r.Method+" "+r.URL.Path]; ok && !f.authorized(w, r, method) {
+		return
 	}
 	f.mux.ServeHTTP(w, r)
 }
@@ -128,6 +136,12 @@ func (f *front) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.opt.maxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			w.Header().Set("Connection", "close")
+			writeError(w, statusOf(apiError{httpStatus: http.StatusRequestTimeout, errType: "invalid_request_error",
+				code: "request_timeout", message: "the request was not received within " + f.opt.readTimeout.String()}))
+			return
+		}
 		if errors.As(err, &tooBig) {
 			writeError(w, statusOf(apiError{httpStatus: http.StatusRequestEntityTooLarge, errType: "invalid_request_error",
 				code: "request_too_large", message: "request body is larger than the limit of " + humanBytes(f.opt.maxBodyBytes)}))

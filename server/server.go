@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -58,7 +59,21 @@ type Config struct {
 	// WriteTimeout bounds each write to a streaming client: a client that stops
 	// reading is dropped instead of pinning an upstream connection.
 	WriteTimeout time.Duration
+	// ReadTimeout bounds reading a whole REST request, headers and body; a slower
+	// request gets 408 (or, stuck in its headers, a close) and its connection
+	// closed. It ends once the body is read: long answers and streams are not cut.
+	// Zero: only headers are bounded (30s).
+	ReadTimeout time.Duration
+	// IdleTimeout closes REST keep-alive connections and gRPC connections that carry
+	// no request for this long. Zero: 2 minutes (REST), unbounded (gRPC).
+	IdleTimeout time.Duration
 }
+
+// headerTimeout bounds reading a REST request's headers (slowloris).
+const headerTimeout = 30 * time.Second
+
+// defaultIdleTimeout is the REST keep-alive idle bound when Config.IdleTimeout is zero.
+const defaultIdleTimeout = 2 * time.Minute
 
 // streamWorkers is how many goroutines serve gRPC calls, reused from call to call
 // (calls beyond them get a goroutine each, as without workers). A reused goroutine
@@ -70,13 +85,17 @@ const streamWorkers = 32
 
 // Server is a running (or ready to run) Switchyard.
 type Server struct {
-	cfg      Config
+	cfg Config
+	// grpc serves the gRPC listener; gateway serves the in-memory listener REST
+	// calls reach through grpc-gateway, so that it outlives the REST drain.
 	grpc     *grpc.Server
+	gateway  *grpc.Server
 	health   *health.Server
 	http     *http.Server
 	internal *bufconn.Listener
 	conn     *grpc.ClientConn
 	ready    atomic.Bool
+	stopping atomic.Bool
 	drain    *drainer
 }
 
@@ -90,25 +109,37 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Tracer == nil {
 		cfg.Tracer = tracing.Noop().Tracer(tracing.Name)
 	}
-	unary, stream := interceptors(cfg.Log, cfg.Metrics, cfg.Tracer, cfg.Keys)
-	gs := grpc.NewServer(grpc.UnaryInterceptor(unary), grpc.StreamInterceptor(stream),
+	drain := newDrainer()
+	auth := authorizer{keys: cfg.Keys}
+	unary, stream := interceptors(chain{log: cfg.Log, m: cfg.Metrics, tracer: cfg.Tracer, auth: auth, drain: drain})
+	chat := &chatService{log: cfg.Log, router: cfg.Router, metrics: cfg.Metrics, writeTimeout: cfg.WriteTimeout}
+	models := &modelService{log: cfg.Log, router: cfg.Router}
+	admin := &adminService{log: cfg.Log, router: cfg.Router, failover: cfg.Failover,
+		persist: cfg.PersistVirtualModels, providers: cfg.Providers}
+	register := func(gs *grpc.Server) {
+		pb.RegisterChatServiceServer(gs, chat)
+		pb.RegisterModelServiceServer(gs, models)
+		adminpb.RegisterAdminServiceServer(gs, admin)
+	}
+	// Both servers: the chain; protobuf as always, encoded by generated code instead
+	// of reflection (measured: see README); write buffers shared between connections.
+	opts := []grpc.ServerOption{grpc.UnaryInterceptor(unary), grpc.StreamInterceptor(stream),
+		grpc.ForceServerCodecV2(codec.Codec{}), grpc.SharedWriteBuffer(true)}
+	gs := grpc.NewServer(slices.Concat(opts, []grpc.ServerOption{
 		// Clients (ours included) ping every 30s; allow it, instead of answering too_many_pings.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}),
 		// Measured with the load harness: reusing stream goroutines and sharing write
 		// buffers between connections makes gRPC calls cheaper.
-		grpc.NumStreamWorkers(streamWorkers), grpc.SharedWriteBuffer(true),
-		// protobuf as always, encoded by generated code instead of reflection (measured: see README).
-		grpc.ForceServerCodecV2(codec.Codec{}))
-	chat := &chatService{log: cfg.Log, router: cfg.Router, metrics: cfg.Metrics, writeTimeout: cfg.WriteTimeout}
-	pb.RegisterChatServiceServer(gs, chat)
-	pb.RegisterModelServiceServer(gs, &modelService{log: cfg.Log, router: cfg.Router})
-	adminpb.RegisterAdminServiceServer(gs, &adminService{log: cfg.Log, router: cfg.Router, failover: cfg.Failover,
-		persist: cfg.PersistVirtualModels, providers: cfg.Providers})
+		grpc.NumStreamWorkers(streamWorkers)})...)
+	register(gs)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
+	gw := grpc.NewServer(opts...)
+	register(gw)
 
-	s := &Server{cfg: cfg, grpc: gs, health: hs, internal: bufconn.Listen(1 << 20), drain: newDrainer()}
+	s := &Server{cfg: cfg, grpc: gs, gateway: gw, health: hs, internal: bufconn.Listen(1 << 20), drain: drain}
 	conn, err := grpc.NewClient("passthrough:///switchyard-internal",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return s.internal.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -117,11 +148,21 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.conn = conn
-	handler, err := newREST(context.Background(), conn, restOptions{in: inProcess{unary: unary, stream: stream, chat: chat}, drain: s.drain, metrics: cfg.Metrics.Handler(), writeTimeout: cfg.WriteTimeout, log: cfg.Log, maxBodyBytes: cfg.MaxBodyBytes, ready: s.readiness})
+	handler, err := newREST(context.Background(), conn, restOptions{in: inProcess{unary: unary, stream: stream, chat: chat}, auth: auth, metrics: cfg.Metrics.Handler(),
+		writeTimeout: cfg.WriteTimeout, readTimeout: cfg.ReadTimeout, log: cfg.Log, maxBodyBytes: cfg.MaxBodyBytes, ready: s.readiness})
 	if err != nil {
 		return nil, err
 	}
-	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: headerTimeout, IdleTimeout: defaultIdleTimeout,
+		// The whole request, from its first byte; net/http lifts it once the body is
+		// read (TestAnswersOutliveTheReadTimeout).
+		ReadTimeout: cfg.ReadTimeout}
+	if cfg.ReadTimeout > 0 && cfg.ReadTimeout < headerTimeout {
+		s.http.ReadHeaderTimeout = cfg.ReadTimeout
+	}
+	if cfg.IdleTimeout > 0 {
+		s.http.IdleTimeout = cfg.IdleTimeout
+	}
 	return s, nil
 }
 
@@ -146,7 +187,7 @@ func (s *Server) readiness() (bool, string) {
 // first serving error.
 func (s *Server) Serve(grpcLis, httpLis net.Listener) error {
 	errc := make(chan error, 3)
-	go func() { errc <- s.grpc.Serve(s.internal) }()
+	go func() { errc <- s.gateway.Serve(s.internal) }()
 	go func() { errc <- s.grpc.Serve(grpcLis) }()
 	go func() {
 		err := s.http.Serve(httpLis)
@@ -167,31 +208,51 @@ func (s *Server) Serve(grpcLis, httpLis net.Listener) error {
 	return first
 }
 
-// Shutdown drains in order: readiness off, stop accepting, wait for in-flight calls
-// up to the drain deadline, then close everything.
+// Shutdown drains in order: readiness off; both listeners stop accepting at once
+// (gRPC clients get GOAWAY); in-flight calls run on up to the drain deadline; calls
+// still running then are ended with an answer (REST 503, gRPC Unavailable, a
+// stream's in-band error or final status) and get answerGrace to write it; then
+// everything closes.
 func (s *Server) Shutdown(ctx context.Context) {
-	if !s.ready.Swap(false) && s.conn == nil {
+	if s.stopping.Swap(true) {
 		return
 	}
+	s.ready.Store(false)
 	s.health.Shutdown()
 	if s.cfg.DrainTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.DrainTimeout)
 		defer cancel()
 	}
-	// Streams still open at the deadline end with the in-band error, not a cut.
-	stop := context.AfterFunc(ctx, s.drain.cancelAll)
-	defer stop()
-	if err := s.http.Shutdown(ctx); err != nil {
-		s.drain.wait(time.Second) // let cancelled streams write their final event
+	// hard ends the REST drain once the grace after the deadline is over.
+	hard, stopHard := context.WithCancel(context.Background())
+	defer stopHard()
+	httpDone, grpcDone := make(chan struct{}), make(chan struct{})
+	go func() { _ = s.http.Shutdown(hard); close(httpDone) }()
+	go func() { s.grpc.GracefulStop(); close(grpcDone) }()
+	if !waitAll(ctx.Done(), httpDone, grpcDone) {
+		s.drain.cancelAll()
+		grace, cancel := context.WithTimeout(context.Background(), answerGrace)
+		waitAll(grace.Done(), httpDone, grpcDone)
+		cancel()
 	}
-	done := make(chan struct{})
-	go func() { s.grpc.GracefulStop(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		s.grpc.Stop()
-	}
+	stopHard()
+	s.grpc.Stop()
 	_ = s.http.Close()
+	<-httpDone
+	// REST calls are over: the in-memory gRPC server they used can go.
+	s.gateway.Stop()
 	_ = s.conn.Close()
+}
+
+// waitAll waits for every done channel to close; false if stop closed first.
+func waitAll(stop <-chan struct{}, done ...chan struct{}) bool {
+	for _, d := range done {
+		select {
+		case <-d:
+		case <-stop:
+			return false
+		}
+	}
+	return true
 }

@@ -103,9 +103,7 @@ func sseFrom(ctx context.Context) *sseStream {
 func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompletionRequest) {
 	sink := &headerSink{method: pb.ChatService_StreamChatCompletion_FullMethodName}
 	ss := &sseStream{sink: sink, w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 1024), timeout: f.opt.writeTimeout}
-	ctx, done := f.opt.drain.track(incomingContext(r))
-	defer done()
-	ss.ctx = context.WithValue(grpc.NewContextWithServerTransportStream(ctx, sink), sseKey{}, ss)
+	ss.ctx = context.WithValue(grpc.NewContextWithServerTransportStream(incomingContext(r), sink), sseKey{}, ss)
 	info := &grpc.StreamServerInfo{FullMethod: sink.method, IsServerStream: true}
 	err := f.in.stream(f.in.chat, ss, info, func(_ any, stream grpc.ServerStream) error {
 		return f.in.chat.StreamChatCompletion(req,
@@ -130,7 +128,7 @@ func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompl
 		return // the client went away
 	}
 	e := fromStatus(status.Convert(err))
-	if context.Cause(ctx) == errDraining {
+	if e.Code == codeShuttingDown { // ended by the drain deadline
 		e = openAIError{Message: "Switchyard is shutting down; the stream ended before its final event",
 			Type: "server_error", Code: "stream_incomplete"}
 	}

@@ -1,0 +1,43 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"google.golang.org/grpc"
+
+	adminpb "github.com/switchyard/switchyard/gen/switchyard/admin/v1"
+)
+
+// What a REST request must pass before its body is read: its key. (The read
+// deadline on the whole request is http.Server's ReadTimeout; net/http lifts it
+// once the body is read, so answers and streams may take longer.)
+
+// adminBodyRoutes are the admin routes with a request body (see admin.proto), by
+// "METHOD path": their key is checked before grpc-gateway decodes the body. Other
+// admin routes carry no body and are checked by the interceptor chain alone.
+var adminBodyRoutes = map[string]string{
+	http.MethodPost + " /admin/v1/breakers:reset": adminpb.AdminService_ResetBreaker_FullMethodName,
+	http.MethodPost + " /admin/v1/breakers:trip":  adminpb.AdminService_TripBreaker_FullMethodName,
+	http.MethodPut + " /admin/v1/virtual_models":  adminpb.AdminService_UpsertVirtualModel_FullMethodName,
+}
+
+// authorized checks a REST call's key before its body is read, with the same
+// authorizer as the interceptor chain (which checks it again, for gRPC and for
+// calls let through). A refused call still passes the chain, whose own check
+// refuses it, so that it gets its request id, log line, metrics and span like any
+// other; the handler never runs and the body is never read.
+func (f *front) authorized(w http.ResponseWriter, r *http.Request, method string) bool {
+	if _, err := f.opt.auth.verify(method, r.Header.Get("Authorization")); err == nil {
+		return true
+	}
+	sink := &headerSink{method: method}
+	ctx := grpc.NewContextWithServerTransportStream(incomingContext(r), sink)
+	_, err := f.in.unary(ctx, nil, &grpc.UnaryServerInfo{FullMethod: method}, func(context.Context, any) (any, error) {
+		return nil, errors.New("the chain let a refused call through") // never: the chain checks the same key
+	})
+	copyHeaders(w, sink.header)
+	writeError(w, err)
+	return false
+}
