@@ -208,3 +208,22 @@ func nextEvent(t *testing.T, r *bufio.Reader) string {
 		}
 	}
 }
+
+// TestIdleKeepAliveConnectionsAreClosed: a REST keep-alive connection that carries
+// no request for idle_timeout is closed by the server.
+func TestIdleKeepAliveConnectionsAreClosed(t *testing.T) {
+	t.Parallel()
+	r := serve(t, func(c *Config) { c.IdleTimeout = 200 * time.Millisecond })
+	conn := rawRequest(t, r.http, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n", "")
+	start := time.Now()
+	require.NoError(t, conn.SetReadDeadline(start.Add(5*time.Second)))
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	_, err = io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	_, err = br.ReadByte()
+	require.ErrorIs(t, err, io.EOF, "the idle connection is closed by the server")
+	require.Less(t, time.Since(start), 2*time.Second)
+}
