@@ -184,6 +184,8 @@ func TestAdminRESTErrors(t *testing.T) {
 			http.StatusBadRequest, "virtual_model.failover.tries"},
 		{"config-managed", http.MethodDelete, "/admin/v1/virtual_models/from-config", "", http.StatusConflict, ""},
 		{"delete unknown", http.MethodDelete, "/admin/v1/virtual_models/up/nope", "", http.StatusNotFound, ""},
+		{"body over max_body_bytes", http.MethodPut, "/admin/v1/virtual_models",
+			`{"virtual_model":{"source":"x","targets":[{"model":"up/gpt-4o"}]},"pad":"` + strings.Repeat("x", 9<<20) + `"}`, http.StatusRequestEntityTooLarge, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

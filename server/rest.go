@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -120,6 +121,15 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if method, ok := adminBodyRoutes[r.Method+" "+r.URL.Path]; ok && !f.authorized(w, r, method) {
 		return
 	}
+	if r.Body != nil && r.Body != http.NoBody {
+		// Every body is bounded, admin ones too: read here, within the limit and the
+		// read deadline, so that grpc-gateway decodes bytes already checked.
+		body, ok := f.readBody(w, r)
+		if !ok {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	f.mux.ServeHTTP(w, r)
 }
 
@@ -133,21 +143,8 @@ func writeJSON(w http.ResponseWriter, code int, body string) {
 // requests with a 400 naming the parameter, and sends "stream": true to the SSE
 // handler; everything else continues through grpc-gateway.
 func (f *front) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.opt.maxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			w.Header().Set("Connection", "close")
-			writeError(w, statusOf(apiError{httpStatus: http.StatusRequestTimeout, errType: "invalid_request_error",
-				code: "request_timeout", message: "the request was not received within " + f.opt.readTimeout.String()}))
-			return
-		}
-		if errors.As(err, &tooBig) {
-			writeError(w, statusOf(apiError{httpStatus: http.StatusRequestEntityTooLarge, errType: "invalid_request_error",
-				code: "request_too_large", message: "request body is larger than the limit of " + humanBytes(f.opt.maxBodyBytes)}))
-			return
-		}
-		writeError(w, status.Error(codes.InvalidArgument, "could not read the request body"))
+	body, ok := f.readBody(w, r)
+	if !ok {
 		return
 	}
 	req := &pb.ChatCompletionRequest{}
@@ -160,6 +157,28 @@ func (f *front) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.unaryChat(w, r, req)
+}
+
+// readBody reads a request body within max_body_bytes and the read deadline; when
+// it cannot, it answers (413, 408 and close, or 400) and returns false.
+func (f *front) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.opt.maxBodyBytes))
+	if err == nil {
+		return body, true
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		writeError(w, statusOf(apiError{httpStatus: http.StatusRequestTimeout, errType: "invalid_request_error",
+			code: "request_timeout", message: "the request was not received within " + f.opt.readTimeout.String()}))
+	case errors.As(err, &tooBig):
+		writeError(w, statusOf(apiError{httpStatus: http.StatusRequestEntityTooLarge, errType: "invalid_request_error",
+			code: "request_too_large", message: "request body is larger than the limit of " + humanBytes(f.opt.maxBodyBytes)}))
+	default:
+		writeError(w, status.Error(codes.InvalidArgument, "could not read the request body"))
+	}
+	return nil, false
 }
 
 func humanBytes(n int64) string { return strconv.FormatInt(n, 10) + " bytes" }
