@@ -110,3 +110,13 @@ func BenchmarkDecodeResponseFast(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkInspectChunk(b *testing.B) {
+	b.ReportAllocs()
+	data := firstChunk(b)
+	for b.Loop() {
+		if _, err := openaijson.InspectChunk(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -33,8 +33,9 @@ func (d *chunkDecoder) str() (string, bool) {
 	return v, err == nil
 }
 
-// optStr reads a string or null into an optional field.
+// optStr reads a string or null (unset) into an optional field.
 func (d *chunkDecoder) optStr(dst **string) bool {
+	*dst = nil
 	if d.s.peek() == 'n' {
 		return d.s.literal("null")
 	}
@@ -77,6 +78,7 @@ func (d *chunkDecoder) extra(dst **structpb.Struct, key []byte) bool {
 
 // structOrNull reads an object into a Struct field (null leaves it unset).
 func (d *chunkDecoder) structOrNull(dst **structpb.Struct) bool {
+	*dst = nil
 	switch d.s.peek() {
 	case 'n':
 		return d.s.literal("null")
@@ -124,6 +126,7 @@ func (d *chunkDecoder) chunk(c *pb.ChatCompletionChunk) bool {
 		if string(key) != "choices" {
 			return d.envelopeMember(key, h)
 		}
+		c.Choices = nil // a member given twice: the last counts
 		return d.array(func() bool {
 			ch := &pb.ChunkChoice{}
 			c.Choices = append(c.Choices, ch)
@@ -160,12 +163,11 @@ func (d *chunkDecoder) envelopeMember(key []byte, h envelope) bool {
 	case "service_tier":
 		ok = d.optStr(h.tier)
 	case "usage":
+		*h.usage = nil
 		if d.s.peek() == 'n' {
 			return d.s.literal("null")
 		}
-		if *h.usage == nil {
-			*h.usage = &pb.Usage{}
-		}
+		*h.usage = &pb.Usage{}
 		ok = d.usage(*h.usage)
 	case "extra":
 		return false // a member named like the extra field: let the generic decoder judge
@@ -182,12 +184,11 @@ func (d *chunkDecoder) choice(ch *pb.ChunkChoice) bool {
 		case "index":
 			ch.Index, ok = d.int32()
 		case "delta":
+			ch.Delta = nil
 			if d.s.peek() == 'n' {
 				return d.s.literal("null")
 			}
-			if ch.Delta == nil {
-				ch.Delta = &pb.ChatDelta{}
-			}
+			ch.Delta = &pb.ChatDelta{}
 			ok = d.delta(ch.Delta)
 		case "finish_reason":
 			ok = d.optStr(&ch.FinishReason)
@@ -213,6 +214,7 @@ func (d *chunkDecoder) delta(dl *pb.ChatDelta) bool {
 		case "refusal":
 			ok = d.optStr(&dl.Refusal)
 		case "tool_calls":
+			dl.ToolCalls = nil
 			ok = d.array(func() bool {
 				tc := &pb.ToolCall{}
 				dl.ToolCalls = append(dl.ToolCalls, tc)
@@ -232,6 +234,7 @@ func (d *chunkDecoder) toolCall(tc *pb.ToolCall) bool {
 		var ok bool
 		switch string(key) {
 		case "index":
+			tc.Index = nil
 			if d.s.peek() == 'n' {
 				return d.s.literal("null")
 			}
@@ -243,12 +246,11 @@ func (d *chunkDecoder) toolCall(tc *pb.ToolCall) bool {
 		case "type":
 			ok = d.optStr(&tc.Type)
 		case "function":
+			tc.Function = nil
 			if d.s.peek() == 'n' {
 				return d.s.literal("null")
 			}
-			if tc.Function == nil {
-				tc.Function = &pb.FunctionCall{}
-			}
+			tc.Function = &pb.FunctionCall{}
 			ok = d.object(func(k []byte) bool {
 				switch string(k) {
 				case "name":

@@ -24,6 +24,7 @@ func (d *chunkDecoder) completion(c *pb.ChatCompletion) bool {
 		if string(key) != "choices" {
 			return d.envelopeMember(key, h)
 		}
+		c.Choices = nil // a member given twice: the last counts
 		return d.array(func() bool {
 			ch := &pb.Choice{}
 			c.Choices = append(c.Choices, ch)
@@ -39,12 +40,11 @@ func (d *chunkDecoder) completionChoice(ch *pb.Choice) bool {
 		case "index":
 			ch.Index, ok = d.int32()
 		case "message":
+			ch.Message = nil
 			if d.s.peek() == 'n' {
 				return d.s.literal("null")
 			}
-			if ch.Message == nil {
-				ch.Message = &pb.ChatMessage{}
-			}
+			ch.Message = &pb.ChatMessage{}
 			ok = d.message(ch.Message)
 		case "finish_reason":
 			ok = d.optStr(&ch.FinishReason)
@@ -75,6 +75,7 @@ func (d *chunkDecoder) message(m *pb.ChatMessage) bool {
 		case "refusal":
 			ok = d.optStr(&m.Refusal)
 		case "tool_calls":
+			m.ToolCalls = nil
 			ok = d.array(func() bool {
 				tc := &pb.ToolCall{}
 				m.ToolCalls = append(m.ToolCalls, tc)

@@ -10,12 +10,14 @@
 //     plain scalars are always written (choices[].index: 0 included).
 //
 // Decoding is a single pass over the bytes (no intermediate maps), because it sits
-// on every request, response and stream chunk.
+// on every request, response and stream chunk. It accepts what encoding/json
+// accepts and reads strings and numbers as it does (fuzz tests hold the two
+// together), but for nesting past MaxDepth, which every decoder here refuses. A
+// member given twice counts the last time. Errors are *Error, and say nothing of
+// whose bytes were bad: callers do ("request body: ...").
 package openaijson
 
 import (
-	"encoding/json"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -29,43 +31,21 @@ import (
 // ExtraField is the name of the Struct field that collects unknown members.
 const ExtraField = "extra"
 
-// Error is a decoding error that names the offending member, as OpenAI's "param".
-type Error struct {
-	// Param is the member's path, e.g. "messages[0].role"; empty for the whole body.
-	Param string
-	// Msg says what is wrong.
-	Msg string
-}
-
-func (e *Error) Error() string {
-	if e.Param == "" {
-		return e.Msg
-	}
-	return fmt.Sprintf("invalid value for '%s': %s", e.Param, e.Msg)
-}
-
-// Unmarshal decodes the JSON object data into msg, replacing its contents.
+// Unmarshal decodes the JSON object data into msg, replacing its contents. A
+// member given twice counts once, the last time (as with Python's json module and
+// encoding/json's maps). Errors are *Error.
 func Unmarshal(data []byte, msg proto.Message) error {
 	proto.Reset(msg)
 	d := &decoder{s: scanner{data: data}}
-	switch d.s.peek() {
-	case 0:
-		return &Error{Msg: "request body is empty; expected a JSON object"}
-	case '{':
-	default:
-		if !json.Valid(data) {
-			return &Error{Msg: "request body is not valid JSON"}
-		}
-		return &Error{Msg: "request body must be a JSON object"}
+	if d.s.peek() != '{' {
+		return failure(data, nil)
 	}
 	err := d.message(msg.ProtoReflect())
-	if err == nil && !d.s.atEnd() {
-		err = errSyntax
+	if err == nil && d.s.atEnd() {
+		return nil
 	}
-	if err == errSyntax || (err != nil && !json.Valid(data)) {
-		return &Error{Msg: "request body is not valid JSON"}
-	}
-	return err
+	proto.Reset(msg)
+	return failure(data, err)
 }
 
 // pathElem is one step of the path to the member being decoded.
@@ -83,6 +63,14 @@ func (d *decoder) push(key string)       { d.path = append(d.path, pathElem{key:
 func (d *decoder) pushIndex(i int)       { d.path = append(d.path, pathElem{index: i}) }
 func (d *decoder) pop()                  { d.path = d.path[:len(d.path)-1] }
 func (d *decoder) fail(msg string) error { return &Error{Param: d.param(), Msg: msg} }
+
+// valueError names the member whose number is out of range; other errors pass.
+func (d *decoder) valueError(err error) error {
+	if err == errRange {
+		return d.fail("number out of range")
+	}
+	return err
+}
 
 func (d *decoder) param() string {
 	var b strings.Builder
@@ -140,7 +128,7 @@ func (d *decoder) message(m protoreflect.Message) error {
 		}
 		st, err := d.s.structValue()
 		if err != nil {
-			return err
+			return d.valueError(err)
 		}
 		proto.Merge(m.Interface(), st)
 		return nil
@@ -150,14 +138,14 @@ func (d *decoder) message(m protoreflect.Message) error {
 		}
 		v, err := d.s.value()
 		if err != nil {
-			return err
+			return d.valueError(err)
 		}
 		proto.Merge(m.Interface(), v.GetListValue())
 		return nil
 	case "google.protobuf.Value":
 		v, err := d.s.value()
 		if err != nil {
-			return err
+			return d.valueError(err)
 		}
 		proto.Merge(m.Interface(), v)
 		return nil
@@ -175,7 +163,8 @@ func (d *decoder) message(m protoreflect.Message) error {
 			}
 			v, err := d.s.value()
 			if err != nil {
-				return err
+				d.push(string(key))
+				return d.valueError(err)
 			}
 			if extra == nil {
 				extra = &structpb.Struct{Fields: make(map[string]*structpb.Value, 4)}
@@ -206,7 +195,10 @@ func (d *decoder) null() bool {
 	return false
 }
 
+// field decodes one known member; what an earlier member of that name set is
+// dropped first, so that the last one counts.
 func (d *decoder) field(m protoreflect.Message, fd protoreflect.FieldDescriptor) error {
+	m.Clear(fd)
 	switch {
 	case fd.IsMap():
 		if d.null() {
@@ -275,40 +267,15 @@ func (d *decoder) field(m protoreflect.Message, fd protoreflect.FieldDescriptor)
 }
 
 func (d *decoder) scalar(fd protoreflect.FieldDescriptor) (protoreflect.Value, error) {
-	c := d.s.peek()
 	switch fd.Kind() {
 	case protoreflect.StringKind:
-		if c != '"' {
+		if d.s.peek() != '"' {
 			return protoreflect.Value{}, d.fail("expected a string")
 		}
 		v, err := d.s.str()
 		return protoreflect.ValueOfString(v), err
-	case protoreflect.BoolKind:
-		switch {
-		case d.s.literal("true"):
-			return protoreflect.ValueOfBool(true), nil
-		case d.s.literal("false"):
-			return protoreflect.ValueOfBool(false), nil
-		}
-		return protoreflect.Value{}, d.fail("expected a boolean")
-	case protoreflect.DoubleKind, protoreflect.FloatKind:
-		if c != '-' && (c < '0' || c > '9') {
-			return protoreflect.Value{}, d.fail("expected a number")
-		}
-		num, err := d.s.number()
-		if err != nil {
-			return protoreflect.Value{}, err
-		}
-		f, err := strconv.ParseFloat(string(num), 64)
-		if err != nil {
-			return protoreflect.Value{}, d.fail("expected a number")
-		}
-		if fd.Kind() == protoreflect.FloatKind {
-			return protoreflect.ValueOfFloat32(float32(f)), nil
-		}
-		return protoreflect.ValueOfFloat64(f), nil
 	case protoreflect.EnumKind:
-		if c == '"' {
+		if d.s.peek() == '"' {
 			s, err := d.s.str()
 			if err != nil {
 				return protoreflect.Value{}, err
@@ -318,44 +285,113 @@ func (d *decoder) scalar(fd protoreflect.FieldDescriptor) (protoreflect.Value, e
 			}
 		}
 		return protoreflect.Value{}, d.fail("unknown value")
-	case protoreflect.MessageKind, protoreflect.GroupKind, protoreflect.BytesKind:
-		return protoreflect.Value{}, d.fail("unsupported field kind " + fd.Kind().String())
 	}
-	if c != '-' && (c < '0' || c > '9') {
-		return protoreflect.Value{}, d.fail("expected an integer")
+	v, msg, err := d.s.plain(fd)
+	if msg != "" {
+		return v, d.fail(msg)
 	}
-	num, err := d.s.number()
-	if err != nil {
-		return protoreflect.Value{}, err
-	}
-	return d.integer(num, fd)
+	return v, err
 }
 
-func (d *decoder) integer(num []byte, fd protoreflect.FieldDescriptor) (protoreflect.Value, error) {
-	n, err := strconv.ParseInt(string(num), 10, 64)
+// plain reads a boolean or a number for fd, which is of neither string nor enum
+// kind; msg says what is wrong with a well-formed value of the wrong type.
+func (s *scanner) plain(fd protoreflect.FieldDescriptor) (v protoreflect.Value, msg string, err error) {
+	c := s.peek()
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		switch {
+		case s.literal("true"):
+			return protoreflect.ValueOfBool(true), "", nil
+		case s.literal("false"):
+			return protoreflect.ValueOfBool(false), "", nil
+		}
+		return v, "expected a boolean", nil
+	case protoreflect.DoubleKind, protoreflect.FloatKind:
+		if c != '-' && (c < '0' || c > '9') {
+			return v, "expected a number", nil
+		}
+		num, err := s.number()
+		if err != nil {
+			return v, "", err
+		}
+		f, err := strconv.ParseFloat(string(num), 64)
+		if err != nil {
+			return v, "expected a number", nil
+		}
+		if fd.Kind() == protoreflect.FloatKind {
+			return protoreflect.ValueOfFloat32(float32(f)), "", nil
+		}
+		return protoreflect.ValueOfFloat64(f), "", nil
+	case protoreflect.MessageKind, protoreflect.GroupKind, protoreflect.BytesKind,
+		protoreflect.StringKind, protoreflect.EnumKind:
+		return v, "unsupported field kind " + fd.Kind().String(), nil
+	}
+	if c != '-' && (c < '0' || c > '9') {
+		return v, "expected an integer", nil
+	}
+	num, err := s.number()
 	if err != nil {
+		return v, "", err
+	}
+	v, msg = integer(num, fd.Kind())
+	return v, msg, nil
+}
+
+// integer converts num for a field of integer kind k: an integral value, as a
+// float up to 2^53 too ("n": 1.0), within k's range.
+func integer(num []byte, k protoreflect.Kind) (protoreflect.Value, string) {
+	n, ok := smallInt(num)
+	if !ok {
+		var err error
+		n, err = strconv.ParseInt(string(num), 10, 64)
+		ok = err == nil
+	}
+	if !ok {
 		f, ferr := strconv.ParseFloat(string(num), 64)
 		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-			return protoreflect.Value{}, d.fail("expected an integer")
+			return protoreflect.Value{}, "expected an integer"
 		}
 		n = int64(f)
 	}
-	switch fd.Kind() {
+	switch k {
 	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
 		if n < math.MinInt32 || n > math.MaxInt32 {
-			return protoreflect.Value{}, d.fail("integer out of range")
+			return protoreflect.Value{}, "integer out of range"
 		}
-		return protoreflect.ValueOfInt32(int32(n)), nil
+		return protoreflect.ValueOfInt32(int32(n)), ""
 	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
 		if n < 0 || n > math.MaxUint32 {
-			return protoreflect.Value{}, d.fail("integer out of range")
+			return protoreflect.Value{}, "integer out of range"
 		}
-		return protoreflect.ValueOfUint32(uint32(n)), nil
+		return protoreflect.ValueOfUint32(uint32(n)), ""
 	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
 		if n < 0 {
-			return protoreflect.Value{}, d.fail("integer out of range")
+			return protoreflect.Value{}, "integer out of range"
 		}
-		return protoreflect.ValueOfUint64(uint64(n)), nil
+		return protoreflect.ValueOfUint64(uint64(n)), ""
 	}
-	return protoreflect.ValueOfInt64(n), nil
+	return protoreflect.ValueOfInt64(n), ""
+}
+
+// smallInt reads a well-formed JSON number of at most 18 digits with no fraction
+// or exponent, the common case, faster than strconv.
+func smallInt(num []byte) (int64, bool) {
+	digits := num
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if len(digits) < len(num) {
+		n = -n
+	}
+	return n, true
 }

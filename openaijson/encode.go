@@ -75,11 +75,12 @@ func appendMessage(b []byte, m protoreflect.Message) []byte {
 }
 
 // appendMembers writes extra's members (sorted, for stable output) into an open
-// object, skipping names that a known field already wrote.
+// object, skipping names that a known field already wrote (not "extra" itself,
+// which is never written under its name: an unknown member of that name is kept).
 func appendMembers(b []byte, extra *structpb.Struct, known protoreflect.FieldDescriptors, first bool) []byte {
 	keys := make([]string, 0, len(extra.GetFields()))
 	for k := range extra.GetFields() {
-		if known != nil && known.ByName(protoreflect.Name(k)) != nil {
+		if known != nil && k != ExtraField && known.ByName(protoreflect.Name(k)) != nil {
 			continue
 		}
 		keys = append(keys, k)

@@ -2,13 +2,180 @@ package openaijson_test
 
 import (
 	"encoding/json"
+	"os"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/openaijson"
 )
+
+// seeds are the fuzz targets' starting points: realistic bodies, the shapes the
+// issue named, nesting at and past MaxDepth, strings encoding/json reads its own way.
+func seeds(f *testing.F) {
+	f.Helper()
+	head := `{"id":"x","object":"chat.completion.chunk","created":1,"model":"m",`
+	for _, seed := range []string{
+		benchRequest, `{}`, `{"choices":[{"index":0,"delta":{"content":"a\u00e9\ud83d\ude00"}}],"x":[1,{"y":null}]}`,
+		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"stop":["a"],"logit_bias":{"1":-5}}`,
+		`{"error":{"message":"x","code":429}}`, `{"a":1e400}`, `{"seed":-9007199254740993}`, `{"n":1.0}`, `[`, `{"a":"\`,
+		`{"model":"\ud83d\u0041","x":"\ude00\ud83d\ude00"}`, "{\"model\":\"\xff\xfe\"}", `{"extra":{"a":1}}`,
+		head + `"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`,
+		head + `"choices":[],"usage":{"prompt_tokens":17,"completion_tokens":4,"total_tokens":21}}`,
+		head + `"created":true,"choices":[]}`, head + `"choices":[{"index":0,"delta":5}]}`,
+		head + `"choices":[{"index":1.5,"delta":{}}]}`, head + `"choices":[{"index":1.0,"delta":{},"finish_reason":"stop"}]}`,
+		head + `"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":"{}"}}]}}]}`,
+		`{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"total_tokens":3}}`,
+		`{"messages":[1],"messages":[],"usage":{"prompt_tokens":1},"usage":null}`,
+		`{"x":` + nested(openaijson.MaxDepth-1, "") + `}`, `{"x":` + nested(openaijson.MaxDepth, "") + `}`,
+		`{"x":` + nested(10_000, "") + `}`, `{"x":` + nested(openaijson.MaxDepth, "") + `,`,
+		head + `"choices":[{"index":0,"delta":{},"logprobs":{"a":` + nested(openaijson.MaxDepth-3, "1") + `}}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	for _, name := range []string{"chat_completion.json", "chat_with_tools.json", "groq_chat_with_tools.json"} {
+		if data, err := os.ReadFile("../internal/fakeupstream/testdata/" + name); err == nil {
+			f.Add(data)
+		}
+	}
+	if raw, err := os.ReadFile("../internal/fakeupstream/testdata/openai_tool_call_stream.txt"); err == nil {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if data, ok := strings.CutPrefix(line, "data: "); ok && data != "[DONE]" {
+				f.Add([]byte(data))
+			}
+		}
+	}
+}
+
+// FuzzRequest holds the request decoder to encoding/json: the same verdict on
+// what is JSON (but for the documented differences, see oracle_test.go) and the
+// same strings, numbers and unknown members.
+func FuzzRequest(f *testing.F) {
+	seeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var req pb.ChatCompletionRequest
+		err := openaijson.Unmarshal(data, &req)
+		checkVerdict(t, data, err)
+		if err == nil {
+			checkMessage(t, data, req.ProtoReflect())
+		}
+	})
+}
+
+// FuzzCompletion: the response decoders, fast and generic, against encoding/json
+// and each other.
+func FuzzCompletion(f *testing.F) {
+	seeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast, generic pb.ChatCompletion
+		err := openaijson.UnmarshalCompletion(data, &fast)
+		checkVerdict(t, data, err)
+		if genericErr := openaijson.Unmarshal(data, &generic); !sameError(err, genericErr) {
+			t.Fatalf("UnmarshalCompletion error %v, Unmarshal error %v, for %q", err, genericErr, data)
+		}
+		if err == nil {
+			checkMessage(t, data, fast.ProtoReflect())
+			if !proto.Equal(&fast, &generic) {
+				t.Fatalf("UnmarshalCompletion and Unmarshal differ for %q", data)
+			}
+		}
+	})
+}
+
+// FuzzChunk: the stream chunk decoders, fast and generic, against encoding/json
+// and each other.
+func FuzzChunk(f *testing.F) {
+	seeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast, generic pb.ChatCompletionChunk
+		err := openaijson.UnmarshalChunk(data, &fast)
+		checkVerdict(t, data, err)
+		if genericErr := openaijson.Unmarshal(data, &generic); !sameError(err, genericErr) {
+			t.Fatalf("UnmarshalChunk error %v, Unmarshal error %v, for %q", err, genericErr, data)
+		}
+		if err == nil {
+			checkMessage(t, data, fast.ProtoReflect())
+			if !proto.Equal(&fast, &generic) {
+				t.Fatalf("UnmarshalChunk and Unmarshal differ for %q", data)
+			}
+		}
+	})
+}
+
+// FuzzInspectChunk: InspectChunk gives UnmarshalChunk's verdict and error on every
+// input, and what it reports matches the decoded chunk.
+func FuzzInspectChunk(f *testing.F) {
+	seeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		info, err := openaijson.InspectChunk(data)
+		var c pb.ChatCompletionChunk
+		if decodeErr := openaijson.UnmarshalChunk(data, &c); !sameError(err, decodeErr) {
+			t.Fatalf("InspectChunk error %v, UnmarshalChunk error %v, for %q", err, decodeErr, data)
+		}
+		checkVerdict(t, data, err)
+		if err != nil {
+			return
+		}
+		want := openaijson.ChunkInfo{Usage: c.Usage != nil, PromptTokens: int(c.GetUsage().GetPromptTokens()),
+			CompletionTokens: int(c.GetUsage().GetCompletionTokens())}
+		want.UsageOnly = want.Usage && len(c.GetChoices()) == 0
+		for _, ch := range c.GetChoices() {
+			want.Finished = want.Finished || ch.GetFinishReason() != ""
+		}
+		if e, ok := c.GetExtra().GetFields()["error"]; ok {
+			_, null := e.GetKind().(*structpb.Value_NullValue)
+			want.Error = !null
+		}
+		top := oracle(t, data).(map[string]any)
+		_, id := top["id"].(string)
+		_, object := top["object"].(string)
+		_, model := top["model"].(string)
+		choices, isList := top["choices"].([]any)
+		want.Complete = id && object && top["created"] != nil && model && isList
+		for _, ch := range choices {
+			want.Complete = want.Complete && ch.(map[string]any)["index"] != nil
+		}
+		if info != want {
+			t.Fatalf("InspectChunk says %+v, the decoded chunk %+v, for %q", info, want, data)
+		}
+	})
+}
+
+// FuzzValue: the google.protobuf.Value path (every unknown member, content,
+// stop, tool_choice, Struct fields) decodes any JSON exactly as encoding/json
+// decodes it into an any. The input is wrapped in an object, which Unmarshal needs.
+func FuzzValue(f *testing.F) {
+	seeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		data = append(append([]byte(`{"v":`), data...), '}')
+		var st structpb.Struct
+		err := openaijson.Unmarshal(data, &st)
+		if !json.Valid(data) || depth(data) > openaijson.MaxDepth {
+			checkVerdict(t, data, err)
+			return
+		}
+		var want any
+		if json.Unmarshal(data, &want) != nil { // a number past float64
+			if err == nil {
+				t.Fatalf("accepted %q, which encoding/json refuses", data)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("refused %q: %v", data, err)
+		}
+		if msg := sameAny(st.AsMap(), want, "value"); msg != "" {
+			t.Fatalf("%s: %q", msg, data)
+		}
+	})
+}
+
+func sameError(a, b error) bool {
+	return (a == nil) == (b == nil) && (a == nil || a.Error() == b.Error())
+}
 
 // FuzzDecode: any input gives an error or a message; a decoded message encodes to
 // valid JSON that decodes to the same message; invalid JSON is never accepted.

@@ -1,6 +1,10 @@
 package openaijson
 
-import "strconv"
+import (
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+)
 
 // ChunkInfo is what a relay needs to know about a stream chunk without decoding it.
 type ChunkInfo struct {
@@ -18,9 +22,32 @@ type ChunkInfo struct {
 	Complete bool
 }
 
-// InspectChunk reads a chat.completion.chunk's bytes (checking their syntax) and
-// reports what a relay needs, without allocating a message.
+// InspectChunk reads a chat.completion.chunk's bytes and reports what a relay
+// needs, without allocating a message. It accepts exactly what UnmarshalChunk
+// accepts (the same syntax, depth and type checks) and fails with the error
+// UnmarshalChunk gives, so a chunk has one verdict whichever way it is read.
 func InspectChunk(data []byte) (ChunkInfo, error) {
+	info, err := inspect(data)
+	if err != nil {
+		return ChunkInfo{}, failure(data, chunkError(data, err))
+	}
+	return info, nil
+}
+
+// chunkError is the member's error UnmarshalChunk reports for data, which the
+// checker found wrong (only decoding names the member).
+func chunkError(data []byte, err error) error {
+	if err != errType && err != errRange {
+		return err
+	}
+	return Unmarshal(data, &pb.ChatCompletionChunk{})
+}
+
+// inspect walks a chunk as UnmarshalChunk decodes it: every member of
+// ChatCompletionChunk, ChunkChoice, ChatDelta, ToolCall, FunctionCall and Usage
+// by name (TestInspectChunkChecksEveryField holds the names to the protos), any
+// other kept as a Value.
+func inspect(data []byte) (ChunkInfo, error) {
 	var info ChunkInfo
 	s := scanner{data: data}
 	if s.peek() != '{' {
@@ -29,70 +56,38 @@ func InspectChunk(data []byte) (ChunkInfo, error) {
 	var id, object, created, model, choices bool
 	indexes, nChoices := true, 0
 	err := s.object(func(key []byte) error {
-		switch string(key) {
-		case "error":
-			info.Error = s.peek() != 'n'
-			return s.skip()
+		switch string(key) { // a member given twice counts the last time, as in decoding
 		case "id":
 			id = s.peek() == '"'
+			return s.checkStr()
 		case "object":
 			object = s.peek() == '"'
+			return s.checkStr()
 		case "created":
-			created = s.peek() != 'n' && s.peek() != '"'
+			created = s.peek() != 'n'
+			_, err := s.checkInt(protoreflect.Int64Kind)
+			return err
 		case "model":
 			model = s.peek() == '"'
+			return s.checkStr()
+		case "system_fingerprint", "service_tier":
+			return s.checkStr()
 		case "usage":
-			if s.peek() == '{' {
-				info.Usage = true
-				return s.object(func(k []byte) error {
-					if string(k) != "prompt_tokens" && string(k) != "completion_tokens" {
-						return s.skip()
-					}
-					num, err := s.number()
-					if err != nil {
-						return err
-					}
-					n, _ := strconv.Atoi(string(num))
-					if string(k) == "prompt_tokens" {
-						info.PromptTokens = n
-					} else {
-						info.CompletionTokens = n
-					}
-					return nil
-				})
-			}
+			info.Usage, info.PromptTokens, info.CompletionTokens = s.peek() == '{', 0, 0
+			return s.checkObject(func(k []byte) error { return s.inspectUsage(k, &info) })
 		case "choices":
-			if s.peek() != '[' {
-				return s.skip()
-			}
-			choices = true
-			return s.array(func(int) error {
+			choices, nChoices, indexes, info.Finished = s.peek() == '[', 0, true, false
+			return s.checkList(func() error {
 				nChoices++
-				if s.peek() != '{' {
-					return errSyntax
-				}
-				hasIndex := false
-				err := s.object(func(k []byte) error {
-					switch string(k) {
-					case "index":
-						if c := s.peek(); c != '-' && (c < '0' || c > '9') {
-							return errSyntax // not a number: let the full decoder judge it
-						}
-						hasIndex = true
-					case "finish_reason":
-						if s.peek() == '"' {
-							v, err := s.str()
-							info.Finished = info.Finished || v != ""
-							return err
-						}
-					}
-					return s.skip()
-				})
+				hasIndex, finished, err := s.inspectChoice()
 				indexes = indexes && hasIndex
+				info.Finished = info.Finished || finished
 				return err
 			})
+		case "error":
+			info.Error = s.peek() != 'n'
 		}
-		return s.skip()
+		return s.checkValue()
 	})
 	if err == nil && !s.atEnd() {
 		err = errSyntax
@@ -100,4 +95,84 @@ func InspectChunk(data []byte) (ChunkInfo, error) {
 	info.UsageOnly = info.Usage && nChoices == 0
 	info.Complete = id && object && created && model && choices && indexes
 	return info, err
+}
+
+// inspectUsage checks a member of usage, keeping the token counts.
+func (s *scanner) inspectUsage(k []byte, info *ChunkInfo) error {
+	var n int64
+	var err error
+	switch string(k) {
+	case "prompt_tokens":
+		n, err = s.checkInt(protoreflect.Int32Kind)
+		info.PromptTokens = int(n)
+	case "completion_tokens":
+		n, err = s.checkInt(protoreflect.Int32Kind)
+		info.CompletionTokens = int(n)
+	case "total_tokens":
+		_, err = s.checkInt(protoreflect.Int32Kind)
+	case "prompt_tokens_details", "completion_tokens_details":
+		err = s.checkStruct()
+	default:
+		err = s.checkValue()
+	}
+	return err
+}
+
+// inspectChoice checks a choice, noting whether it has its index and whether its
+// finish_reason ends the stream.
+func (s *scanner) inspectChoice() (hasIndex, finished bool, err error) {
+	err = s.object(func(k []byte) error {
+		switch string(k) {
+		case "index":
+			hasIndex = s.peek() != 'n'
+			_, err := s.checkInt(protoreflect.Int32Kind)
+			return err
+		case "delta":
+			return s.checkObject(s.checkDelta)
+		case "finish_reason":
+			start := s.pos
+			if s.peek() != '"' {
+				finished = false
+				return s.checkStr()
+			}
+			err := s.skipStr()
+			finished = s.pos-start > len(`""`) // only "" decodes to ""
+			return err
+		case "logprobs":
+			return s.checkStruct()
+		}
+		return s.checkValue()
+	})
+	return hasIndex, finished, err
+}
+
+func (s *scanner) checkDelta(k []byte) error {
+	switch string(k) {
+	case "role", "content", "refusal":
+		return s.checkStr()
+	case "tool_calls":
+		return s.checkList(func() error { return s.object(s.checkToolCall) })
+	}
+	return s.checkValue()
+}
+
+func (s *scanner) checkToolCall(k []byte) error {
+	switch string(k) {
+	case "index":
+		_, err := s.checkInt(protoreflect.Int32Kind)
+		return err
+	case "id", "type":
+		return s.checkStr()
+	case "function":
+		return s.checkObject(s.checkFunction)
+	}
+	return s.checkValue()
+}
+
+func (s *scanner) checkFunction(k []byte) error {
+	switch string(k) {
+	case "name", "arguments":
+		return s.checkStr()
+	}
+	return s.checkValue()
 }

@@ -3,30 +3,66 @@ package openaijson
 import (
 	"errors"
 	"strconv"
-	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// errSyntax is any JSON syntax error; callers report it without a param.
-var errSyntax = errors.New("invalid JSON")
+// MaxDepth is the deepest nesting of arrays and objects any decoder here accepts
+// (request, response, stream chunk, InspectChunk, unknown members kept as
+// google.protobuf.Value): {"a":[1]} is nested 2 levels deep. Deeper input is
+// refused with ErrTooDeep as soon as the scanner reaches the 129th opening
+// bracket, so neither the stack nor the heap grows with the nesting. OpenAI's own
+// shapes need fewer than 10 levels; JSON Schemas in tools and response_format
+// rarely pass 30. (encoding/json's limit is 10000, protobuf-go's 10000 messages.)
+const MaxDepth = 128
+
+// The scanner's errors, turned into an *Error by the exported functions.
+var (
+	errSyntax  = errors.New("invalid JSON")
+	errTooDeep = errors.New("JSON nested too deeply")
+	errRange   = errors.New("number out of range")
+)
 
 // scanner is a single-pass JSON reader over a byte slice.
 type scanner struct {
-	data []byte
-	pos  int
+	data  []byte
+	pos   int
+	depth int // arrays and objects open at pos
+}
+
+// open enters an array or object (its bracket just read).
+func (s *scanner) open() error {
+	s.depth++
+	if s.depth > MaxDepth {
+		s.pos--
+		return errTooDeep
+	}
+	return nil
 }
 
 func (s *scanner) ws() {
 	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\n', '\r':
+		switch c := s.data[s.pos]; {
+		case c > ' ': // most often: no space at all
+			return
+		case c == ' ', c == '\t', c == '\n', c == '\r':
 			s.pos++
 		default:
 			return
 		}
 	}
 }
+
+// inString holds, for each byte, whether a string holds it as it is (not '"', a
+// backslash or a control character); inKey also wants it ASCII.
+var inString, inKey = func() (str, key [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		str[c] = c != '"' && c != '\\'
+		key[c] = str[c] && c < utf8.RuneSelf
+	}
+	return str, key
+}()
 
 // atEnd reports whether only white space is left.
 func (s *scanner) atEnd() bool {
@@ -74,7 +110,7 @@ func (s *scanner) str() (string, error) {
 			raw := s.data[start:s.pos]
 			s.pos++
 			if high && !utf8.Valid(raw) {
-				return strings.ToValidUTF8(string(raw), "\uFFFD"), nil
+				return mend(raw), nil
 			}
 			return string(raw), nil
 		case c >= utf8.RuneSelf:
@@ -99,7 +135,7 @@ func (s *scanner) strSlow(start int) (string, error) {
 		case c == '"':
 			s.pos++
 			if !utf8.Valid(buf) {
-				return strings.ToValidUTF8(string(buf), "\uFFFD"), nil
+				return mend(buf), nil
 			}
 			return string(buf), nil
 		case c < 0x20:
@@ -134,21 +170,43 @@ func (s *scanner) strSlow(start int) (string, error) {
 				return "", errSyntax
 			}
 			if utf16.IsSurrogate(r) {
-				r2 := rune(-1)
-				if s.literal(`\u`) {
-					r2, ok = s.hex4()
-					if !ok {
-						return "", errSyntax
-					}
-				}
-				r = utf16.DecodeRune(r, r2)
+				r = s.pair(r)
 			}
 			buf = utf8.AppendRune(buf, r)
 		default:
+			s.pos--
 			return "", errSyntax
 		}
 	}
 	return "", errSyntax
+}
+
+// pair completes the surrogate r with the \u escape that follows, as encoding/json
+// does: a high and a low surrogate make one rune; anything else makes r U+FFFD and
+// leaves what follows to be read on its own ("\ud83d\u0041" is "\uFFFDA").
+func (s *scanner) pair(r rune) rune {
+	next := s.pos
+	if s.literal(`\u`) {
+		if r2, ok := s.hex4(); ok {
+			if dec := utf16.DecodeRune(r, r2); dec != unicode.ReplacementChar {
+				return dec
+			}
+		}
+	}
+	s.pos = next
+	return unicode.ReplacementChar
+}
+
+// mend replaces each byte of b that is not part of valid UTF-8 with U+FFFD, as
+// encoding/json does (strings.ToValidUTF8 would merge a run into one).
+func mend(b []byte) string {
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		out = utf8.AppendRune(out, r) // RuneError, size 1, for an invalid byte
+		b = b[size:]
+	}
+	return string(out)
 }
 
 func (s *scanner) hex4() (rune, bool) {
@@ -225,19 +283,21 @@ func (s *scanner) skip() error {
 // pass, as str lets them (it mends invalid UTF-8, never rejects it); escapes are
 // checked by str itself.
 func (s *scanner) skipStr() error {
-	for i := s.pos + 1; i < len(s.data); i++ {
-		switch c := s.data[i]; {
-		case c == '"':
-			s.pos = i + 1
-			return nil
-		case c == '\\':
-			_, err := s.str()
-			return err
-		case c < 0x20:
-			return errSyntax
-		}
+	i := s.pos + 1
+	for i < len(s.data) && inString[s.data[i]] {
+		i++
 	}
-	return errSyntax
+	switch {
+	case i >= len(s.data):
+		return errSyntax
+	case s.data[i] == '"':
+		s.pos = i + 1
+		return nil
+	case s.data[i] == '\\':
+		_, err := s.str()
+		return err
+	}
+	return errSyntax // a control character
 }
 
 func (s *scanner) lit(l string) error {
@@ -253,17 +313,16 @@ func (s *scanner) key() ([]byte, error) {
 		return nil, errSyntax
 	}
 	start := s.pos + 1
-	for i := start; i < len(s.data); i++ {
-		switch c := s.data[i]; {
-		case c == '"':
-			s.pos = i + 1
-			return s.data[start:i], nil
-		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
-			k, err := s.str()
-			return []byte(k), err
-		}
+	i := start
+	for i < len(s.data) && inKey[s.data[i]] {
+		i++
 	}
-	return nil, errSyntax
+	if i < len(s.data) && s.data[i] == '"' {
+		s.pos = i + 1
+		return s.data[start:i], nil
+	}
+	k, err := s.str() // escapes, non-ASCII, or no end
+	return []byte(k), err
 }
 
 // object calls member for each key of an object (the '{' is next). The key slice
@@ -272,8 +331,12 @@ func (s *scanner) object(member func(key []byte) error) error {
 	if err := s.expect('{'); err != nil {
 		return err
 	}
+	if err := s.open(); err != nil {
+		return err
+	}
 	if s.peek() == '}' {
 		s.pos++
+		s.depth--
 		return nil
 	}
 	for {
@@ -292,6 +355,7 @@ func (s *scanner) object(member func(key []byte) error) error {
 			s.pos++
 		case '}':
 			s.pos++
+			s.depth--
 			return nil
 		default:
 			return errSyntax
@@ -304,8 +368,12 @@ func (s *scanner) array(item func(i int) error) error {
 	if err := s.expect('['); err != nil {
 		return err
 	}
+	if err := s.open(); err != nil {
+		return err
+	}
 	if s.peek() == ']' {
 		s.pos++
+		s.depth--
 		return nil
 	}
 	for i := 0; ; i++ {
@@ -317,6 +385,7 @@ func (s *scanner) array(item func(i int) error) error {
 			s.pos++
 		case ']':
 			s.pos++
+			s.depth--
 			return nil
 		default:
 			return errSyntax

@@ -6,7 +6,8 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// value reads any JSON value as a google.protobuf.Value.
+// value reads any JSON value as a google.protobuf.Value. A number past float64's
+// range is errRange (as encoding/json refuses it for an any).
 func (s *scanner) value() (*structpb.Value, error) {
 	switch s.peek() {
 	case '{':
@@ -48,7 +49,7 @@ func (s *scanner) value() (*structpb.Value, error) {
 	}
 	f, err := strconv.ParseFloat(string(num), 64)
 	if err != nil {
-		return nil, errSyntax
+		return nil, errRange // well-formed, but past float64 (1e400)
 	}
 	return &structpb.Value{Kind: &structpb.Value_NumberValue{NumberValue: f}}, nil
 }
