@@ -10,28 +10,56 @@
 // wire type, and drops unknown fields of map entries and of Struct, Value and
 // ListValue; so a schema-guided walk over the bytes looks for all of these first,
 // and anything unusual is left to proto.Unmarshal. A fuzz test holds the two to the
-// same answers. One difference remains, on marshal: unknown fields inside a
-// google.protobuf.Struct, Value or ListValue (types that never change, so only
-// hand-made bytes carry them) are not written.
+// same answers.
+//
+// Two differences remain. On unmarshal, a message nested deeper than its JSON
+// form may be on the REST surface (openaijson.MaxDepth levels) is refused with
+// ErrTooDeep, however it would be decoded: protobuf-go would take 10000 levels,
+// which the gateway would then have to re-encode and send upstream. On marshal,
+// unknown fields inside a google.protobuf.Struct, Value or ListValue (types that
+// never change, so only hand-made bytes carry them) are not written.
 package codec
 
 import (
+	"fmt"
 	"unicode/utf8"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the fallback
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/switchyard/switchyard/openaijson"
 )
 
 // Name is the codec's name: it speaks the standard proto content-subtype.
 const Name = "proto"
 
-// maxDepth bounds the nesting the fast path accepts; deeper messages go to
-// proto.Unmarshal and its own recursion limit.
+// maxDepth bounds the message nesting the fast path accepts; deeper messages go to
+// proto.Unmarshal. (Nesting past openaijson.MaxDepth JSON levels is refused first.)
 const maxDepth = 100
+
+// ErrTooDeep is Unmarshal's error for a message that, written as JSON, would nest
+// deeper than openaijson.MaxDepth (the REST surface's limit): a Value inside a
+// ListValue inside a Value... errors.Is(err, openaijson.ErrTooDeep) holds too. Its
+// GRPCStatus is InvalidArgument, but note that grpc-go turns any codec error on
+// the receiving side into codes.Internal ("grpc: failed to unmarshal the received
+// message: ...", keeping this text).
+var ErrTooDeep error = depthError{}
+
+type depthError struct{}
+
+func (depthError) Error() string {
+	return fmt.Sprintf("message nested deeper than %d levels (counted as its JSON form nests)", openaijson.MaxDepth)
+}
+
+func (depthError) Unwrap() error { return openaijson.ErrTooDeep }
+
+func (e depthError) GRPCStatus() *status.Status { return status.New(codes.InvalidArgument, e.Error()) }
 
 // vtMessage is what protoc-gen-go-vtproto generates.
 type vtMessage interface {
@@ -82,54 +110,67 @@ func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
 	defer buf.Free()
 	b := buf.ReadOnlyData()
-	if wellFormed(b, m.ProtoReflect().Descriptor(), 0) && m.UnmarshalVT(b) == nil {
+	fast, err := check(b, m.ProtoReflect().Descriptor(), 0, 1)
+	if err != nil {
+		return err
+	}
+	if fast && m.UnmarshalVT(b) == nil {
 		return nil
 	}
 	proto.Reset(m)
 	return proto.Unmarshal(b, m)
 }
 
-// wellFormed reports whether b parses as a message of type md with every known
-// field in its schema's wire type, every known string field valid UTF-8 (what
-// protobuf-go enforces for proto3) and nesting at most maxDepth. False means "let
-// proto.Unmarshal decide", not "invalid".
-func wellFormed(b []byte, md protoreflect.MessageDescriptor, depth int) bool {
-	if depth > maxDepth {
-		return false
+// check walks b as a message of type md (depth messages and jsonDepth JSON levels
+// deep) and reports whether the fast path may decode it: every known field in its
+// schema's wire type, every known string field valid UTF-8 (what protobuf-go
+// enforces for proto3) and nesting at most maxDepth. False means "let
+// proto.Unmarshal decide", not "invalid". The walk goes on past such a finding,
+// into every submessage proto.Unmarshal would decode, so that err is ErrTooDeep
+// for any message nested past openaijson.MaxDepth; it stops only at bytes that
+// do not parse, where proto.Unmarshal stops too.
+func check(b []byte, md protoreflect.MessageDescriptor, depth, jsonDepth int) (fast bool, err error) {
+	if jsonDepth > openaijson.MaxDepth {
+		return false, ErrTooDeep
 	}
+	fast = depth <= maxDepth
 	fields := md.Fields()
 	// The generated code drops unknown fields of map entries and of Struct, Value
 	// and ListValue, and misreads a map entry's value sent twice or in another wire
 	// type.
 	entry := md.IsMapEntry()
-	strict := entry || md.ParentFile().Package() == "google.protobuf"
+	wkt := md.ParentFile().Package() == "google.protobuf"
+	strict := entry || wkt
 	var seen uint8
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 || !num.IsValid() {
-			return false
+			return false, nil
 		}
 		b = b[n:]
 		fd := fields.ByNumber(num)
-		if fd == nil && strict || fd != nil && !wireTypeFits(fd, typ) {
-			return false
+		if fd == nil && strict {
+			fast = false
+		}
+		if fd != nil && !wireTypeFits(fd, typ) {
+			fast, fd = false, nil // an unknown field to protobuf-go
 		}
 		if entry {
 			if seen&(1<<num) != 0 {
-				return false
+				fast = false
 			}
 			seen |= 1 << num
 		}
 		if typ != protowire.BytesType {
 			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return false
+				return false, nil
 			}
 			b = b[n:]
 			continue
 		}
 		v, n := protowire.ConsumeBytes(b)
 		if n < 0 {
-			return false
+			return false, nil
 		}
 		b = b[n:]
 		if fd == nil {
@@ -138,15 +179,44 @@ func wellFormed(b []byte, md protoreflect.MessageDescriptor, depth int) bool {
 		switch fd.Kind() {
 		case protoreflect.StringKind:
 			if !utf8.Valid(v) {
-				return false
+				fast = false
 			}
 		case protoreflect.MessageKind:
-			if !wellFormed(v, fd.Message(), depth+1) {
-				return false
+			ok, err := check(v, fd.Message(), depth+1, jsonDepth+jsonLevels(fd, wkt))
+			if err != nil {
+				return false, err
 			}
+			fast = fast && ok
 		}
 	}
-	return true
+	return fast, nil
+}
+
+// jsonLevels is how many levels of JSON nesting message field fd (of a
+// google.protobuf message when wkt) adds, as openaijson writes it: an array for a
+// repeated field and an object for a map (but ListValue's values and Struct's
+// fields, which are the ListValue's array and the Struct's object), plus an object
+// for a message or Struct and an array for a ListValue (a Value and a map entry
+// are no level of their own); a message's extra Struct adds none, its members
+// being written into the message's own object.
+func jsonLevels(fd protoreflect.FieldDescriptor, wkt bool) int {
+	n := 0
+	if !wkt && (fd.IsList() || fd.IsMap()) {
+		n++
+	}
+	sub := fd.Message()
+	if sub.IsMapEntry() {
+		return n
+	}
+	switch sub.FullName() {
+	case "google.protobuf.Value":
+		return n
+	case "google.protobuf.Struct":
+		if !wkt && fd.Name() == openaijson.ExtraField {
+			return n
+		}
+	}
+	return n + 1
 }
 
 // wireTypeFits reports whether a field of fd's kind may arrive as typ: its own wire

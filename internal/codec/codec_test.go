@@ -3,16 +3,21 @@ package codec
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -146,39 +151,144 @@ func extraField(t testing.TB) protowire.Number {
 	return fd.Number()
 }
 
-// Nesting past the fast path's limit goes to protobuf-go, which decodes it (or,
-// past its own limit, rejects it) instead of recursing without bound.
+// Nesting past the fast path's limit goes to protobuf-go, which decodes it.
 func TestDeepNestingIsLeftToProtobufGo(t *testing.T) {
-	for _, depth := range []int{maxDepth + 5, 20000} {
-		v := structpb.NewNullValue()
-		for range depth {
+	depth := maxDepth + 5 // messages: a Value and a ListValue per level, past the fast path's limit
+	v := structpb.NewNullValue()
+	for range depth {
+		v = structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{v}})
+	}
+	data := field(extraField(t), deepBytes(depth))
+	want := &pb.ChatCompletionRequest{}
+	require.NoError(t, proto.Unmarshal(data, want))
+	got := &pb.ChatCompletionRequest{}
+	require.NoError(t, Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, got))
+	require.True(t, proto.Equal(want, got))
+	require.True(t, proto.Equal(v, got.GetExtra().GetFields()["deep"]))
+}
+
+// A message whose JSON form would nest past openaijson.MaxDepth is refused, as the
+// REST surface refuses that JSON, wherever the nesting sits; one at the limit is
+// decoded. The JSON depth is measured on openaijson's encoding of the message.
+func TestNestingPastTheJSONLimitIsRefused(t *testing.T) {
+	lists := func(n int) *structpb.Value { // n nested arrays
+		v := structpb.NewListValue(&structpb.ListValue{})
+		for range n - 1 {
 			v = structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{v}})
 		}
-		inner, err := proto.MarshalOptions{}.Marshal(&structpb.Struct{Fields: map[string]*structpb.Value{"deep": v}})
-		if err != nil { // protobuf-go refuses to marshal past its limit: build it by hand
-			inner = deepBytes(depth)
+		return v
+	}
+	objects := func(n int) *structpb.Value { // n nested objects
+		v := structpb.NewStructValue(&structpb.Struct{})
+		for range n - 1 {
+			v = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"a": v}})
 		}
-		data := field(extraField(t), inner)
-		want := &pb.ChatCompletionRequest{}
-		wantErr := proto.Unmarshal(data, want)
-		got := &pb.ChatCompletionRequest{}
-		err = Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, got)
-		if wantErr != nil {
-			require.EqualError(t, err, wantErr.Error(), "depth %d", depth)
-			continue
-		}
-		require.NoError(t, err, "depth %d", depth)
-		require.True(t, proto.Equal(want, got), "depth %d", depth)
+		return v
+	}
+	shapes := map[string]func(n int) proto.Message{ // a message n JSON levels deep
+		"unknown member": func(n int) proto.Message {
+			return &pb.ChatCompletionRequest{Extra: &structpb.Struct{Fields: map[string]*structpb.Value{"x": lists(n - 1)}}}
+		},
+		"objects in an unknown member": func(n int) proto.Message {
+			return &pb.ChatCompletionRequest{Extra: &structpb.Struct{Fields: map[string]*structpb.Value{"x": objects(n - 1)}}}
+		},
+		"message content": func(n int) proto.Message {
+			return &pb.ChatCompletionRequest{Messages: []*pb.ChatMessage{{Content: lists(n - 3)}}}
+		},
+		"response_format": func(n int) proto.Message {
+			return &pb.ChatCompletionRequest{ResponseFormat: objects(n - 1).GetStructValue()}
+		},
+		"chunk tool call": func(n int) proto.Message {
+			return &pb.ChatCompletionChunk{Choices: []*pb.ChunkChoice{{Delta: &pb.ChatDelta{ToolCalls: []*pb.ToolCall{
+				{Function: &pb.FunctionCall{Extra: &structpb.Struct{Fields: map[string]*structpb.Value{"x": lists(n - 7)}}}}}}}}}
+		},
+		"completion logprobs": func(n int) proto.Message {
+			return &pb.ChatCompletion{Choices: []*pb.Choice{{Logprobs: objects(n - 3).GetStructValue()}}}
+		},
+	}
+	for name, shape := range shapes {
+		t.Run(name, func(t *testing.T) {
+			for _, n := range []int{openaijson.MaxDepth, openaijson.MaxDepth + 1} {
+				m := shape(n)
+				require.Equal(t, n, jsonDepth(openaijson.Marshal(m)), "the shape is %d levels deep", n)
+				data, err := proto.Marshal(m)
+				require.NoError(t, err)
+				got := m.ProtoReflect().New().Interface()
+				err = Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, got)
+				if n <= openaijson.MaxDepth {
+					require.NoError(t, err)
+					require.True(t, proto.Equal(m, got))
+					continue
+				}
+				require.ErrorIs(t, err, ErrTooDeep)
+				require.ErrorIs(t, err, openaijson.ErrTooDeep)
+				require.Contains(t, err.Error(), "128 levels")
+				require.Equal(t, codes.InvalidArgument, status.Code(err))
+			}
+		})
 	}
 }
 
-// deepBytes is a Struct {"deep": [[[...null...]]]} nested depth lists deep.
-func deepBytes(depth int) []byte {
-	v := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 0) // Value.null_value
-	for range depth {
-		list := field(1, v) // ListValue.values
-		v = field(6, list)  // Value.list_value
+// Refusing a very deep message (a million levels, 7 MB) costs little more than
+// the copy of the bytes grpc-go hands over, and no recursion.
+func TestVeryDeepMessageIsRefusedCheaply(t *testing.T) {
+	for _, levels := range []int{20_000, 1_000_000} {
+		data := field(extraField(t), deepBytes(levels))
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		err := Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, &pb.ChatCompletionRequest{})
+		runtime.ReadMemStats(&after)
+		require.ErrorIs(t, err, ErrTooDeep, "%d levels", levels)
+		allocated := after.TotalAlloc - before.TotalAlloc
+		require.Less(t, allocated, uint64(64<<10), "%d levels (%d bytes): %d bytes allocated", levels, len(data), allocated)
 	}
+}
+
+// jsonDepth is the nesting of the JSON data.
+func jsonDepth(data []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	max, d := 0, 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return max
+		}
+		switch tok {
+		case json.Delim('['), json.Delim('{'):
+			d++
+			max = maxInt(max, d)
+		case json.Delim(']'), json.Delim('}'):
+			d--
+		}
+	}
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// deepBytes is a Struct {"deep": [[[...null...]]]} nested depth lists deep, built
+// from the inside out in one pass.
+func deepBytes(depth int) []byte {
+	null := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 0) // Value.null_value
+	// sizes[i] is the size of the Value i lists deep.
+	sizes := make([]int, depth+1)
+	sizes[0] = len(null)
+	for i := 1; i <= depth; i++ {
+		list := 1 + protowire.SizeVarint(uint64(sizes[i-1])) + sizes[i-1] // ListValue.values
+		sizes[i] = 1 + protowire.SizeVarint(uint64(list)) + list          // Value.list_value
+	}
+	v := make([]byte, 0, sizes[depth])
+	for i := depth; i >= 1; i-- {
+		list := 1 + protowire.SizeVarint(uint64(sizes[i-1])) + sizes[i-1]
+		v = protowire.AppendVarint(protowire.AppendTag(v, 6, protowire.BytesType), uint64(list))
+		v = protowire.AppendVarint(protowire.AppendTag(v, 1, protowire.BytesType), uint64(sizes[i-1]))
+	}
+	v = append(v, null...)
 	entry := append(str(1, "deep"), field(2, v)...)
 	return field(1, entry)
 }
@@ -219,6 +329,9 @@ func FuzzUnmarshal(f *testing.F) {
 	}
 	f.Add(str(1, string([]byte{0xc3})))
 	f.Add(deepBytes(3))
+	f.Add(field(extraField(f), deepBytes(openaijson.MaxDepth-1)))
+	f.Add(field(extraField(f), deepBytes(openaijson.MaxDepth)))
+	f.Add(field(extraField(f), deepBytes(maxDepth+5)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// The request (what the server decodes) and the response and chunk (what the
 		// Go client decodes).
@@ -227,6 +340,16 @@ func FuzzUnmarshal(f *testing.F) {
 			wantErr := proto.Unmarshal(data, want)
 			got := m.ProtoReflect().New().Interface()
 			err := Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, got)
+			// The one difference: past openaijson.MaxDepth (as the JSON form nests;
+			// openaijson writes a repeated scalar's or an empty list's array, which
+			// the codec does not count, hence the one level of slack).
+			if wantErr == nil && errors.Is(err, ErrTooDeep) {
+				require.Greater(t, jsonDepth(openaijson.Marshal(want)), openaijson.MaxDepth, "%T", m)
+				continue
+			}
+			if wantErr == nil {
+				require.LessOrEqual(t, jsonDepth(openaijson.Marshal(want)), openaijson.MaxDepth+1, "%T", m)
+			}
 			if wantErr != nil {
 				require.Error(t, err, "%T", m)
 				continue
