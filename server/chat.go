@@ -196,7 +196,12 @@ func (s *chatService) relay(ctx context.Context, rep *report, route router.Route
 			err = sse.SendRaw(c.Bytes)
 		case c.Decoded == nil: // relayable but for usage the client did not ask for
 			chunk := &pb.ChatCompletionChunk{}
-			_ = openaijson.UnmarshalChunk(c.Bytes, chunk) // InspectChunk already checked it
+			if derr := openaijson.UnmarshalChunk(c.Bytes, chunk); derr != nil {
+				// InspectChunk gives the same verdict, so this does not happen; if it ever
+				// did, the stream ends as incomplete, never with a half-decoded chunk.
+				return &providers.StreamError{Provider: route.Provider, Kind: providers.StreamMalformedChunk,
+					Reason: "the provider sent an unreadable chunk: " + derr.Error()}
+			}
 			chunk.Usage = nil
 			err = sse.SendMsg(chunk)
 		default:

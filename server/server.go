@@ -117,9 +117,9 @@ func New(cfg Config) (*Server, error) {
 	admin := &adminService{log: cfg.Log, router: cfg.Router, failover: cfg.Failover,
 		persist: cfg.PersistVirtualModels, providers: cfg.Providers}
 	register := func(gs *grpc.Server) {
-		pb.RegisterChatServiceServer(gs, chat)
-		pb.RegisterModelServiceServer(gs, models)
-		adminpb.RegisterAdminServiceServer(gs, admin)
+		gs.RegisterService(clientsFault(&pb.ChatService_ServiceDesc), chat)
+		gs.RegisterService(clientsFault(&pb.ModelService_ServiceDesc), models)
+		gs.RegisterService(clientsFault(&adminpb.AdminService_ServiceDesc), admin)
 	}
 	// Both servers: the chain; protobuf as always, encoded by generated code instead
 	// of reflection (measured: see README); write buffers shared between connections.

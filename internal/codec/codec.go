@@ -103,6 +103,10 @@ func (Codec) Marshal(v any) (mem.BufferSlice, error) {
 
 // Unmarshal decodes data into v.
 func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
+	if c, ok := v.(*Capture); ok {
+		c.Err = Codec{}.Unmarshal(data, c.Msg)
+		return nil
+	}
 	m, ok := v.(vtMessage)
 	if !ok {
 		return fallback.Unmarshal(data, v)
