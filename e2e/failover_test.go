@@ -92,28 +92,30 @@ func TestStreamFailoverBeforeFirstByte(t *testing.T) {
 	cases := []struct {
 		name  string
 		reply fakeupstream.Reply
+		// attempts on up: its retry sequence (max_retries 1) runs before failover,
+		// as for a unary call.
+		attempts int
 	}{
-		{"error status", fakeupstream.Reply{Status: 503}},
-		{"in-band error first event", fakeupstream.Reply{Events: []string{`{"error":{"message":"overloaded","code":"529"}}`}}},
-		{"200 closing with no event", fakeupstream.Reply{Events: []string{}}},
-		{"connection reset", fakeupstream.Reply{Reset: true}},
+		{"error status", fakeupstream.Reply{Status: 503}, 2},
+		{"in-band error first event", fakeupstream.Reply{Events: []string{`{"error":{"message":"overloaded","code":"529"}}`}}, 1},
+		{"200 closing with no event", fakeupstream.Reply{Events: []string{}}, 2},
+		{"connection reset", fakeupstream.Reply{Reset: true}, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			g, backup := startChain(t, "")
-			g.up.Script(tc.reply)
+			g.up.SetDefault(tc.reply)
 			resp := post(t, g.base+"/chat/completions", strings.Replace(chatBody, "up/gpt-4o", "resilient-chat", 1)+`,"stream":true}`)
 			require.Equal(t, 200, resp.StatusCode)
 			require.Equal(t, "backup/gpt-4o-mini", resp.Header.Get("X-Switchyard-Target"))
 			events := sseEvents(t, resp)
 			require.Equal(t, "[DONE]", events[len(events)-1], "one clean stream")
 			require.Contains(t, strings.Join(events, ""), "backup!")
-			require.Equal(t, 1, g.up.Count(), "a stream is never re-sent to the same target")
+			require.Equal(t, tc.attempts, g.up.Count(), "retried on the same target before the first byte, then failed over")
 			require.Equal(t, 1, backup.Count())
 
 			// The same over gRPC.
-			g.up.Script(tc.reply)
 			var hdr metadata.MD
 			req := grpcReq()
 			req.Model = "resilient-chat"

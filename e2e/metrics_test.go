@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	adminpb "github.com/switchyard/switchyard/gen/switchyard/admin/v1"
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/internal/fakeupstream"
 )
@@ -109,6 +110,10 @@ func TestMetricsMoveForEachResilienceEvent(t *testing.T) {
 	require.Equal(t, 1.0, delta(before, after, key("switchyard_requests_total", "surface", "rest", "endpoint", "StreamChatCompletion",
 		"provider", "backup", "model", "gpt-4o-mini", "status_class", "5xx", "stream", "true")),
 		"a stream that broke after its headers counts by its outcome (502 stream_incomplete), not the 200 it started with")
+	require.Equal(t, 1.0, delta(before, after, key("switchyard_breaker_transitions_total", "provider", "backup", "model", "", "from", "closed", "to", "open")),
+		"the broken stream was backup's second breaker failure (after the empty sequence): it opened")
+	_, err := adminpb.NewAdminServiceClient(g.conn).ResetBreaker(context.Background(), &adminpb.ResetBreakerRequest{Provider: "backup"})
+	require.NoError(t, err)
 
 	// Unknown models do not explode label cardinality.
 	before = after

@@ -63,7 +63,8 @@ func TestRetryOutcomesOverGRPCAndREST(t *testing.T) {
 		{"500 is not retried", []fakeupstream.Reply{{Status: 500}}, 1, 500, codes.Internal, false},
 		{"400 is not retried", []fakeupstream.Reply{{Status: 400}}, 1, 400, codes.InvalidArgument, false},
 		{"exhausted 503", []fakeupstream.Reply{{Status: 503}, {Status: 503}, {Status: 503}, {Status: 503}}, 4, 503, codes.Unavailable, true},
-		{"Retry-After beyond max_backoff gives up at once", []fakeupstream.Reply{{Status: 429, Header: map[string]string{"Retry-After": "60"}}}, 1, 429, codes.ResourceExhausted, true},
+		// No retry was spent: the client is not told to stop (it keeps Retry-After).
+		{"Retry-After beyond max_backoff gives up at once", []fakeupstream.Reply{{Status: 429, Header: map[string]string{"Retry-After": "60"}}}, 1, 429, codes.ResourceExhausted, false},
 		{"hidden 429 in a 200 is retried", []fakeupstream.Reply{{Body: `{"error":{"message":"slow down","code":429}}`}, {}}, 2, 200, codes.OK, false},
 	}
 	for _, tc := range cases {
@@ -88,13 +89,15 @@ func TestRetryOutcomesOverGRPCAndREST(t *testing.T) {
 	}
 }
 
-func TestStreamsAreNotResent(t *testing.T) {
+// TestStreamsAreRetriedBeforeTheirFirstByte: nothing reached the client yet, so
+// the stream is retried like a unary call (see stream_integrity_test.go).
+func TestStreamsAreRetriedBeforeTheirFirstByte(t *testing.T) {
 	t.Parallel()
 	g := start(t, "", withYAML(fastRetries))
 	g.up.Script(fakeupstream.Reply{Status: 503}, fakeupstream.Reply{})
 	resp := post(t, g.base+"/chat/completions", chatBody+`,"stream":true}`)
-	require.Equal(t, 503, resp.StatusCode)
-	require.Equal(t, 1, g.up.Count())
+	require.Equal(t, 200, resp.StatusCode)
+	require.Equal(t, 2, g.up.Count())
 }
 
 const breakerYAML = `resilience:

@@ -139,7 +139,7 @@ func TestRESTStreamFraming(t *testing.T) {
 
 func TestRESTStreamFailureBeforeFirstEventIsPlainJSON(t *testing.T) {
 	t.Parallel()
-	g := start(t, "")
+	g := start(t, "", withYAML(noRetries)) // a stream is retried before its first event like a unary call
 	cases := []struct {
 		name   string
 		reply  fakeupstream.Reply

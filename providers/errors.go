@@ -110,3 +110,20 @@ func (e *StreamError) Error() string {
 
 // Is matches ErrStreamIncomplete.
 func (e *StreamError) Is(target error) bool { return target == ErrStreamIncomplete }
+
+// A StreamError is an upstream failure to the resilience layer (its Outcome): the
+// stream reached the client only in part, so the target's breaker counts it. A
+// stall is a local timeout; a cut, a broken or unreadable chunk, an error event
+// or a missing finish_reason is an answer that never arrived whole.
+
+// UpstreamStatus is 0: the stream's status was a 200.
+func (e *StreamError) UpstreamStatus() int { return 0 }
+
+// TransportFailure reports every break but a stall.
+func (e *StreamError) TransportFailure() bool { return e.Kind != StreamStalled }
+
+// LocalTimeout reports a stall past stream_idle_timeout.
+func (e *StreamError) LocalTimeout() bool { return e.Kind == StreamStalled }
+
+// RetryDelay is 0: nothing is retried after the first byte.
+func (e *StreamError) RetryDelay() time.Duration { return 0 }

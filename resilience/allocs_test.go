@@ -10,7 +10,7 @@ func BenchmarkGuardSuccess(b *testing.B) {
 	g := NewGuard(GuardConfig{Provider: "p", Retry: DefaultRetry(), Breaker: DefaultBreaker(), Budget: NewBudget(20, 3)})
 	call := func(context.Context, int) error { return nil }
 	for b.Loop() {
-		_ = g.Call(context.Background(), "m", false, call)
+		_ = g.Call(context.Background(), "m", call)
 	}
 }
 
@@ -23,8 +23,8 @@ func TestGuardSuccessAllocatesNothing(t *testing.T) {
 		g := NewGuard(GuardConfig{Provider: "p", Retry: DefaultRetry(), Breaker: br, Budget: NewBudget(20, 3)})
 		call := func(context.Context, int) error { return nil }
 		ctx := context.Background()
-		_ = g.Call(ctx, "m", false, call)
-		if n := testing.AllocsPerRun(200, func() { _ = g.Call(ctx, "m", false, call) }); n > 0 {
+		_ = g.Call(ctx, "m", call)
+		if n := testing.AllocsPerRun(200, func() { _ = g.Call(ctx, "m", call) }); n > 0 {
 			t.Errorf("scope %s: %.0f allocations per successful call", scope, n)
 		}
 	}

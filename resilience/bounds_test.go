@@ -60,7 +60,7 @@ func TestManyRetriesNeverWaitNegative(t *testing.T) {
 		errs[i] = status(503)
 	}
 	call, n := script(errs...)
-	require.ErrorIs(t, g.Call(context.Background(), "m", false, call), ErrRetriesExhausted)
+	require.ErrorIs(t, g.Call(context.Background(), "m", call), ErrRetriesExhausted)
 	require.Equal(t, 81, *n)
 	prev := time.Duration(0)
 	for i, d := range c.Sleeps() {
@@ -95,7 +95,7 @@ func TestRetryAfterBeyondMaxBackoffEndsTheSequence(t *testing.T) {
 			t.Parallel()
 			c := newFakeClock()
 			call, n := script(upstreamErr{status: tc.status, retryAfter: tc.hint})
-			err := retryGuard(c, nil).Call(context.Background(), "m", false, call)
+			err := retryGuard(c, nil).Call(context.Background(), "m", call)
 			require.Equal(t, tc.calls, *n)
 			require.Equal(t, tc.sleeps, c.Sleeps())
 			if tc.calls == 1 {

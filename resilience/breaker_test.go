@@ -22,7 +22,7 @@ func breakerGuard(c *fakeClock, mutate func(*BreakerSettings)) *Guard {
 }
 
 func fail(g *Guard, model string, err error) error {
-	return g.Call(context.Background(), model, false, func(context.Context, int) error { return err })
+	return g.Call(context.Background(), model, func(context.Context, int) error { return err })
 }
 
 func ok(g *Guard, model string) error { return fail(g, model, nil) }
@@ -44,7 +44,7 @@ func TestBreakerOpensAfterThresholdAndFailsFast(t *testing.T) {
 	require.Equal(t, Open, state(g, "m"))
 
 	called := false
-	err := g.Call(context.Background(), "m", false, func(context.Context, int) error { called = true; return nil })
+	err := g.Call(context.Background(), "m", func(context.Context, int) error { called = true; return nil })
 	require.False(t, called, "an open breaker never touches the upstream")
 	require.ErrorIs(t, err, ErrBreakerOpen)
 	var oe *OpenError
@@ -74,7 +74,7 @@ func TestOneExhaustedSequenceIsOneFailure(t *testing.T) {
 	b.FailureThreshold = 2
 	g := NewGuard(GuardConfig{Provider: "p", Retry: DefaultRetry(), Breaker: b, Clock: c})
 	calls := 0
-	_ = g.Call(context.Background(), "m", false, func(context.Context, int) error { calls++; return status(503) })
+	_ = g.Call(context.Background(), "m", func(context.Context, int) error { calls++; return status(503) })
 	require.Equal(t, 4, calls)
 	require.Equal(t, Closed, state(g, "m"), "four HTTP failures, one sequence, one breaker failure")
 }
@@ -94,7 +94,7 @@ func TestHalfOpenLetsExactlyOneProbe(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		probeErr = g.Call(context.Background(), "m", false, func(context.Context, int) error {
+		probeErr = g.Call(context.Background(), "m", func(context.Context, int) error {
 			close(probeStarted)
 			<-release
 			return nil
@@ -118,12 +118,12 @@ func TestProbeIsOneAttemptAndFailureReopens(t *testing.T) {
 	b := DefaultBreaker()
 	g := NewGuard(GuardConfig{Provider: "p", Retry: DefaultRetry(), Breaker: b, Clock: c})
 	for range 5 {
-		_ = g.Call(context.Background(), "m", false, func(context.Context, int) error { return status(500) })
+		_ = g.Call(context.Background(), "m", func(context.Context, int) error { return status(500) })
 	}
 	require.Equal(t, Open, state(g, "m"))
 	c.Advance(31 * time.Second)
 	calls := 0
-	_ = g.Call(context.Background(), "m", false, func(context.Context, int) error { calls++; return status(503) })
+	_ = g.Call(context.Background(), "m", func(context.Context, int) error { calls++; return status(503) })
 	require.Equal(t, 1, calls, "a probe makes one HTTP attempt, no retries")
 	require.Equal(t, Open, state(g, "m"), "a failed probe re-opens it")
 	require.ErrorIs(t, ok(g, "m"), ErrBreakerOpen)
@@ -169,7 +169,7 @@ func TestCancellationKeepsTheCount(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_ = g.Call(ctx, "m", false, func(ctx context.Context, _ int) error { return ctx.Err() })
+	_ = g.Call(ctx, "m", func(ctx context.Context, _ int) error { return ctx.Err() })
 	require.Equal(t, 4, func() int { b, _ := g.breakers.For("m"); return b.Snapshot().ConsecutiveFailures }())
 }
 
@@ -179,16 +179,16 @@ func TestSlowCallsCountButAreReturned(t *testing.T) {
 	g := breakerGuard(c, func(b *BreakerSettings) { b.SlowCallThreshold = 10 * time.Second; b.FailureThreshold = 3 })
 	slow := func(context.Context, int) error { c.Advance(11 * time.Second); return nil }
 	for range 3 {
-		require.NoError(t, g.Call(context.Background(), "m", false, slow), "a slow answer is still returned")
+		require.NoError(t, g.Call(context.Background(), "m", slow), "a slow answer is still returned")
 	}
 	require.Equal(t, Open, state(g, "m"))
 
 	g = breakerGuard(c, func(b *BreakerSettings) { b.SlowCallThreshold = 10 * time.Second; b.FailureThreshold = 3 })
 	for range 2 {
-		_ = g.Call(context.Background(), "m", false, slow)
+		_ = g.Call(context.Background(), "m", slow)
 	}
 	require.NoError(t, ok(g, "m"), "a fast answer in between resets the count")
-	_ = g.Call(context.Background(), "m", false, slow)
+	_ = g.Call(context.Background(), "m", slow)
 	require.Equal(t, Closed, state(g, "m"))
 }
 
@@ -200,7 +200,7 @@ func TestSlowCallIncludesRetries(t *testing.T) {
 	b.FailureThreshold = 1
 	g := NewGuard(GuardConfig{Provider: "p", Retry: DefaultRetry(), Breaker: b, Clock: c, Rand: func() float64 { return 0 }})
 	call, _ := script(status(503), status(503))
-	require.NoError(t, g.Call(context.Background(), "m", false, call))
+	require.NoError(t, g.Call(context.Background(), "m", call))
 	require.Equal(t, Open, state(g, "m"), "1s + 2s of backoff made the sequence slow")
 }
 

@@ -189,7 +189,7 @@ func TestStaleCallCannotDiscardTheProbe(t *testing.T) {
 	// each call runs in its own goroutine and hands its result back on a channel
 	start := func(started chan<- struct{}, release <-chan error) <-chan error {
 		res := make(chan error, 1)
-		go func() { res <- g.Call(context.Background(), "m", false, hold(started, release)) }()
+		go func() { res <- g.Call(context.Background(), "m", hold(started, release)) }()
 		return res
 	}
 	staleStarted, staleRelease := make(chan struct{}), make(chan error)

@@ -3,6 +3,8 @@ package resilience
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
+	"time"
 )
 
 // Guard runs one provider's upstream calls through its breakers and retry policy.
@@ -48,22 +50,66 @@ func NewGuard(c GuardConfig) *Guard {
 func (g *Guard) Breakers() *Breakers { return g.breakers }
 
 // Call runs call for model: refused at once while the breaker is open, retried as
-// the policy says (streams never: once sent they are not re-sent), and recorded as
-// one breaker outcome. A slow call counts as a breaker failure but its result is
-// still returned. stream marks a streaming call, whose call returns once the first
-// event arrived, so its duration is the time to first token.
-func (g *Guard) Call(ctx context.Context, model string, stream bool, call func(ctx context.Context, attempt int) error) error {
+// the policy says, and recorded as one breaker outcome when it returns. A slow
+// call counts as a breaker failure but its result is still returned. Streams use
+// Stream, whose outcome waits for the stream's end.
+func (g *Guard) Call(ctx context.Context, model string, call func(ctx context.Context, attempt int) error) error {
+	b, p, elapsed, err := g.run(ctx, model, call)
+	if b != nil {
+		k, o := classify(err)
+		b.done(p, k, o, elapsed)
+	}
+	return err
+}
+
+// Finish records how a stream opened by Stream ended: nil for a complete stream,
+// otherwise the error that ended it. A failure the classifier counts (a cut, a
+// stall, a broken or in-band error after the first event) is a breaker failure; a
+// cancellation (the client left) counts as nothing. Only the first call counts.
+type Finish func(err error)
+
+// Stream opens a stream for model: call returns once the stream's first event has
+// arrived, so until then it is retried exactly like a unary call (statuses,
+// backoff, Retry-After, budget; a probe is one attempt). A failure before the
+// first event is the sequence's breaker outcome at once. Once call succeeds, the
+// outcome waits for the stream's end: the returned Finish must be called exactly
+// once when it ends. The breaker's permit is held until then, so a half-open
+// breaker's probe is the whole stream, and a call's result counts only in the
+// breaker period that admitted it. The slow-call threshold measures the time to
+// the first event.
+func (g *Guard) Stream(ctx context.Context, model string, call func(ctx context.Context, attempt int) error) (Finish, error) {
+	b, p, elapsed, err := g.run(ctx, model, call)
+	if b == nil {
+		return nil, err
+	}
+	if err != nil {
+		k, o := classify(err)
+		b.done(p, k, o, elapsed)
+		return nil, err
+	}
+	var once sync.Once
+	return func(end error) {
+		once.Do(func() {
+			k, o := classify(end)
+			b.done(p, k, o, elapsed)
+		})
+	}, nil
+}
+
+// run admits the call and runs its retry sequence; a nil breaker means it was
+// refused (err says why) and there is nothing to record.
+func (g *Guard) run(ctx context.Context, model string, call func(ctx context.Context, attempt int) error) (*Breaker, permit, time.Duration, error) {
 	b, err := g.breakers.For(model)
 	if err != nil {
-		return err
+		return nil, permit{}, 0, err
 	}
 	p, wait, ok := b.allow()
 	if !ok {
-		return &OpenError{Provider: g.provider, Model: model, RetryAfter: wait}
+		return nil, permit{}, 0, &OpenError{Provider: g.provider, Model: model, RetryAfter: wait}
 	}
 	maxRetries := g.retry.MaxRetries
-	if p.probe || stream {
-		maxRetries = 0 // a probe is one HTTP attempt; a sent stream is never re-sent
+	if p.probe {
+		maxRetries = 0 // a probe is one HTTP attempt
 	}
 	g.budget.enter()
 	_, err = runRetries(ctx, g.retry, maxRetries, g.clock, g.rand, g.budget, func(ctx context.Context, attempt int) error {
@@ -76,8 +122,5 @@ func (g *Guard) Call(ctx context.Context, model string, stream bool, call func(c
 		return err
 	})
 	g.budget.leave()
-	elapsed := g.clock.Now().Sub(p.start)
-	k, o := classify(err)
-	b.done(p, k, o, elapsed)
-	return err
+	return b, p, g.clock.Now().Sub(p.start), err
 }

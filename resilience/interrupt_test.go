@@ -78,7 +78,7 @@ func TestContextEndingTheSequenceIsNeitherFailureNorSpent(t *testing.T) {
 			g := NewGuard(GuardConfig{Provider: "p", Retry: DefaultRetry(), Breaker: br, Clock: clock,
 				Rand: func() float64 { return 0 }})
 			calls := 0
-			err := g.Call(ctx, "m", false, func(context.Context, int) error {
+			err := g.Call(ctx, "m", func(context.Context, int) error {
 				calls++
 				if tc.endInCall {
 					end()
@@ -119,10 +119,10 @@ func TestInterruptedSequenceKeepsTheCount(t *testing.T) {
 	g := NewGuard(GuardConfig{Provider: "p", Retry: DefaultRetry(), Breaker: DefaultBreaker(),
 		Clock: endingClock{fakeClock: fc, end: cancel}, Rand: func() float64 { return 0 }})
 	for range 4 {
-		_ = g.Call(context.Background(), "m", false, func(context.Context, int) error { return status(500) })
+		_ = g.Call(context.Background(), "m", func(context.Context, int) error { return status(500) })
 	}
 	require.Equal(t, 4, g.breakers.shared.Snapshot().ConsecutiveFailures)
-	err := g.Call(ctx, "m", false, func(context.Context, int) error { return status(503) })
+	err := g.Call(ctx, "m", func(context.Context, int) error { return status(503) })
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, 4, g.breakers.shared.Snapshot().ConsecutiveFailures, "not reset as a success, not counted as a failure")
 }
@@ -139,7 +139,7 @@ func TestInterruptedProbeFreesTheSlot(t *testing.T) {
 	c.Advance(30 * time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	require.ErrorIs(t, g.Call(ctx, "m", false, func(ctx context.Context, _ int) error { return ctx.Err() }), context.Canceled)
+	require.ErrorIs(t, g.Call(ctx, "m", func(ctx context.Context, _ int) error { return ctx.Err() }), context.Canceled)
 	require.Equal(t, HalfOpen, state(g, "m"))
 	require.NoError(t, ok(g, "m"), "the next call is the probe")
 }

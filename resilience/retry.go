@@ -13,8 +13,11 @@ import (
 var ErrRetriesExhausted = errors.New("retries exhausted")
 
 // SequenceError is the last attempt's error after a retry sequence that made more
-// than one attempt or stopped retrying on purpose. It unwraps to that error and
-// matches ErrRetriesExhausted.
+// than one attempt (or a failover chain that was walked). It unwraps to that error
+// and matches ErrRetriesExhausted. A sequence that made one attempt and could not
+// retry (Retry-After beyond max_backoff or the caller's deadline, no budget) is
+// not one: nothing was spent, so the client may retry, after the upstream's
+// Retry-After.
 type SequenceError struct {
 	// Attempts is how many upstream attempts were made.
 	Attempts int
@@ -98,13 +101,13 @@ type attemptFunc func(ctx context.Context, attempt int) error
 // runRetries runs call until it succeeds, fails in a way that is not retried, the
 // retries are spent, the budget denies one, or the caller's deadline would pass
 // during the next wait. It returns the attempts made and the last error, wrapped in
-// a *SequenceError when that error was retryable but the sequence stopped, or an
-// *InterruptedError when the caller's context ended it between attempts.
+// a *SequenceError when that error was retryable and retries were spent on it, or
+// an *InterruptedError when the caller's context ended it between attempts.
 func runRetries(ctx context.Context, s RetrySettings, maxRetries int, clock Clock, rnd func() float64,
 	budget *Budget, call attemptFunc) (int, error) {
 	attempts, err := retryLoop(ctx, s, maxRetries, clock, rnd, budget, call)
 	if err != nil {
-		if k, o := classify(err); s.retryable(k, o) {
+		if k, o := classify(err); s.retryable(k, o) && attempts > 1 {
 			return attempts, &SequenceError{Attempts: attempts, Err: err}
 		}
 	}

@@ -52,7 +52,7 @@ func TestWhatIsRetried(t *testing.T) {
 	for _, tc := range cases {
 		c := newFakeClock()
 		call, n := script(tc.err, tc.err, tc.err, tc.err, tc.err)
-		err := retryGuard(c, nil).Call(context.Background(), "m", false, call)
+		err := retryGuard(c, nil).Call(context.Background(), "m", call)
 		require.Error(t, err, tc.name)
 		require.Equal(t, tc.calls, *n, tc.name)
 		if tc.calls == 4 {
@@ -66,7 +66,7 @@ func TestRetrySucceedsAfterFailures(t *testing.T) {
 	t.Parallel()
 	c := newFakeClock()
 	call, n := script(status(503), upstreamErr{transport: true})
-	require.NoError(t, retryGuard(c, nil).Call(context.Background(), "m", false, call))
+	require.NoError(t, retryGuard(c, nil).Call(context.Background(), "m", call))
 	require.Equal(t, 3, *n)
 }
 
@@ -75,20 +75,20 @@ func TestRetryStatusOverrides(t *testing.T) {
 	c := newFakeClock()
 	g := retryGuard(c, func(r *RetrySettings) { r.RetryOnStatuses = MustStatusSet("5xx") })
 	call, n := script(status(500), status(500))
-	require.NoError(t, g.Call(context.Background(), "m", false, call))
+	require.NoError(t, g.Call(context.Background(), "m", call))
 	require.Equal(t, 3, *n, "5xx includes 500")
 
 	g = retryGuard(c, func(r *RetrySettings) { r.RetryOnStatuses = MustStatusSet() })
 	call, n = script(status(503))
-	require.Error(t, g.Call(context.Background(), "m", false, call))
+	require.Error(t, g.Call(context.Background(), "m", call))
 	require.Equal(t, 1, *n, "[] disables status retries")
 	call, n = script(upstreamErr{transport: true})
-	require.NoError(t, g.Call(context.Background(), "m", false, call))
+	require.NoError(t, g.Call(context.Background(), "m", call))
 	require.Equal(t, 2, *n, "but keeps transport retries")
 
 	g = retryGuard(c, func(r *RetrySettings) { r.MaxRetries = 0 })
 	call, n = script(status(503))
-	require.Error(t, g.Call(context.Background(), "m", false, call))
+	require.Error(t, g.Call(context.Background(), "m", call))
 	require.Equal(t, 1, *n, "max_retries 0 = exactly one attempt")
 }
 
@@ -96,18 +96,18 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 	t.Parallel()
 	c := newFakeClock()
 	call, n := script(upstreamErr{status: 429, retryAfter: 5 * time.Second})
-	require.NoError(t, retryGuard(c, nil).Call(context.Background(), "m", false, call))
+	require.NoError(t, retryGuard(c, nil).Call(context.Background(), "m", call))
 	require.Equal(t, 2, *n)
 	require.Equal(t, []time.Duration{5 * time.Second}, c.Sleeps(), "wait = max(backoff, Retry-After)")
 
 	c = newFakeClock()
 	call, n = script(upstreamErr{status: 503, retryAfter: 100 * time.Millisecond})
-	require.NoError(t, retryGuard(c, nil).Call(context.Background(), "m", false, call))
+	require.NoError(t, retryGuard(c, nil).Call(context.Background(), "m", call))
 	require.Equal(t, []time.Duration{time.Second}, c.Sleeps(), "never shorter than the backoff")
 
 	c = newFakeClock()
 	call, n = script(upstreamErr{status: 429, retryAfter: time.Minute})
-	err := retryGuard(c, nil).Call(context.Background(), "m", false, call)
+	err := retryGuard(c, nil).Call(context.Background(), "m", call)
 	require.Equal(t, 1, *n, "asked to wait longer than max_backoff: give up at once")
 	require.Empty(t, c.Sleeps())
 	var ue upstreamErr
@@ -121,18 +121,10 @@ func TestDeadlineBoundsTheSequence(t *testing.T) {
 	ctx, cancel := context.WithDeadline(context.Background(), c.Now().Add(2500*time.Millisecond))
 	defer cancel()
 	call, n := script(status(503), status(503), status(503), status(503))
-	err := retryGuard(c, nil).Call(ctx, "m", false, call)
+	err := retryGuard(c, nil).Call(ctx, "m", call)
 	require.Error(t, err)
 	require.Equal(t, 2, *n, "1s wait fits, the 2s one would pass the deadline")
 	require.Equal(t, []time.Duration{time.Second}, c.Sleeps())
-}
-
-func TestStreamsAreNeverRetried(t *testing.T) {
-	t.Parallel()
-	c := newFakeClock()
-	call, n := script(status(503), status(503))
-	require.Error(t, retryGuard(c, nil).Call(context.Background(), "m", true, call))
-	require.Equal(t, 1, *n)
 }
 
 func TestRetryBudget(t *testing.T) {
@@ -160,6 +152,6 @@ func TestBudgetDeniedRetryReturnsAtOnce(t *testing.T) {
 	g := retryGuard(c, nil)
 	g.budget = NewBudget(0, 0)
 	call, n := script(status(503), status(503))
-	require.Error(t, g.Call(context.Background(), "m", false, call))
+	require.Error(t, g.Call(context.Background(), "m", call))
 	require.Equal(t, 1, *n)
 }

@@ -208,7 +208,7 @@ func (r *Router) record(route Route, err error) {
 func (r *Router) Chat(ctx context.Context, body *pb.ChatCompletionRequest, call Call) (*pb.ChatCompletion, Route, error) {
 	var resp *pb.ChatCompletion
 	route, err := r.walk(ctx, body, call, func(ctx context.Context, route Route, t Target, req *providers.Request) error {
-		return t.Guard.Call(ctx, req.Model, false, func(ctx context.Context, n int) error {
+		return t.Guard.Call(ctx, req.Model, func(ctx context.Context, n int) error {
 			ctx, span := r.startAttempt(ctx, route, n, false)
 			var err error
 			resp, err = t.Provider.Chat(ctx, req)
@@ -221,11 +221,15 @@ func (r *Router) Chat(ctx context.Context, body *pb.ChatCompletionRequest, call 
 }
 
 // Stream opens a streaming chat completion; it returns once the first event arrived,
-// so that failures before it fail over.
+// so that failures before it (an error status, a reset, an in-band error as the
+// first event, an empty stream) are retried on the target and then fail over, and
+// nothing has reached the client yet. The stream it returns reports its end to the
+// target's breaker: a stream that breaks after its first event is a failure of
+// that target (the client still gets the explicit error; nothing is re-sent).
 func (r *Router) Stream(ctx context.Context, body *pb.ChatCompletionRequest, call Call) (providers.Stream, Route, error) {
 	var s providers.Stream
 	route, err := r.walk(ctx, body, call, func(ctx context.Context, route Route, t Target, req *providers.Request) error {
-		return t.Guard.Call(ctx, req.Model, true, func(ctx context.Context, n int) error {
+		finish, err := t.Guard.Stream(ctx, req.Model, func(ctx context.Context, n int) error {
 			ctx, span := r.startAttempt(ctx, route, n, true)
 			var err error
 			s, err = t.Provider.Stream(ctx, req)
@@ -233,6 +237,11 @@ func (r *Router) Stream(ctx context.Context, body *pb.ChatCompletionRequest, cal
 			r.attemptDone(route, n, err, call)
 			return err
 		})
+		if err != nil {
+			return err
+		}
+		s = finished(s, finish)
+		return nil
 	})
 	return s, route, err
 }

@@ -87,8 +87,14 @@ func toStatus(log *slog.Logger, err error) error {
 	case errors.As(err, &se):
 		return statusOf(apiError{httpStatus: http.StatusBadGateway, message: se.Error(), errType: "server_error", code: "stream_incomplete"})
 	case errors.As(err, &pe):
-		return statusOf(apiError{httpStatus: pe.Status, message: pe.Error(), errType: orDefault(pe.Type, typeForStatus(pe.Status)),
-			code: pe.Code, param: pe.Param, final: errors.Is(err, resilience.ErrRetriesExhausted)})
+		e := apiError{httpStatus: pe.Status, message: pe.Error(), errType: orDefault(pe.Type, typeForStatus(pe.Status)),
+			code: pe.Code, param: pe.Param, final: errors.Is(err, resilience.ErrRetriesExhausted)}
+		if up := pe.UpstreamStatus(); !e.final && (up == http.StatusTooManyRequests || up == http.StatusServiceUnavailable) {
+			// Not retried here (Retry-After beyond max_backoff, no budget, a probe):
+			// the client may, after the upstream's own wait.
+			e.retryAfter = pe.RetryAfter
+		}
+		return statusOf(e)
 	case errors.As(err, &de): // after pe: an upstream's unreadable bytes are its fault, not the client's
 		return statusOf(apiError{httpStatus: http.StatusBadRequest, message: de.Error(), errType: "invalid_request_error", param: de.Param})
 	case errors.Is(err, context.Canceled):
