@@ -139,7 +139,7 @@ func (c *Client) Stream(ctx context.Context, req *providers.Request) (providers.
 		return nil, c.parseError(resp.StatusCode, resp.Header, body)
 	}
 	s := &stream{c: c, body: resp.Body, cancel: cancel, ctx: sctx, model: req.Model,
-		events: eventReader{rd: newReader(resp.Body)}}
+		events: eventReader{rd: newReader(resp.Body)}, choices: int(max(1, req.Body.GetN()))}
 	first, err := s.readFirst()
 	if err == nil && !stopTimer(firstTimer) {
 		// The first event and the timeout crossed: the context is cancelled.
@@ -175,7 +175,11 @@ type stream struct {
 
 	first    *pb.ChatCompletionChunk
 	firstRaw []byte // the first event as sent, for NextRaw
-	finished bool   // a choice carried finish_reason
+	// choices is how many choices the request asked for (n); with more than one,
+	// ended records which have carried a finish_reason (by index).
+	choices  int
+	ended    map[int32]bool
+	finished bool // every choice carried finish_reason
 	done     bool
 	closeMu  sync.Once
 }
@@ -221,12 +225,33 @@ func (s *stream) decode(data []byte) (*pb.ChatCompletionChunk, error) {
 	if chunk.Model == "" {
 		chunk.Model = s.model
 	}
-	for _, ch := range chunk.Choices {
-		if ch.FinishReason != nil && *ch.FinishReason != "" {
-			s.finished = true
-		}
-	}
+	s.track(chunk)
 	return chunk, nil
+}
+
+// track notes the choices chunk finishes. A stream is complete only when every
+// choice has its finish_reason: each of the n asked for, and any other index the
+// upstream sent.
+func (s *stream) track(chunk *pb.ChatCompletionChunk) {
+	if s.choices == 1 && s.ended == nil && len(chunk.Choices) <= 1 {
+		for _, ch := range chunk.Choices { // the common case: one choice
+			s.finished = s.finished || ch.GetFinishReason() != ""
+		}
+		return
+	}
+	if s.ended == nil {
+		s.ended = map[int32]bool{0: s.finished}
+	}
+	for _, ch := range chunk.Choices {
+		s.ended[ch.Index] = s.ended[ch.Index] || ch.GetFinishReason() != ""
+	}
+	s.finished = true
+	for _, done := range s.ended {
+		s.finished = s.finished && done
+	}
+	for i := range int32(s.choices) {
+		s.finished = s.finished && s.ended[i]
+	}
 }
 
 func (s *stream) incomplete(kind, reason string) error {
@@ -281,12 +306,17 @@ func (s *stream) NextRaw() (providers.RawChunk, error) {
 	if c.Info, err = openaijson.InspectChunk(data); err != nil {
 		return providers.RawChunk{}, s.malformed(err) // the verdict UnmarshalChunk would give
 	}
-	if !c.Info.Complete {
+	switch {
+	case !c.Info.Complete:
 		if c.Decoded, err = s.decode(data); err != nil {
 			return providers.RawChunk{}, s.malformed(err)
 		}
-	}
-	if c.Info.Finished {
+	case s.choices > 1 || s.ended != nil:
+		// Several choices: which ones finished needs the chunk's indexes.
+		if _, err = s.decode(data); err != nil {
+			return providers.RawChunk{}, s.malformed(err)
+		}
+	case c.Info.Finished:
 		s.finished = true
 	}
 	return c, nil
