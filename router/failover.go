@@ -13,13 +13,16 @@ import (
 var DefaultFailoverStatuses = []string{"429", "5xx"}
 
 // DefaultFailoverErrors are the phrases that trigger failover by default, whatever
-// the status: the model is unavailable, unsupported or not found, or the upstream
-// reports a failure of its own upstream.
+// the status: the model is unavailable, unsupported or not found, the upstream
+// reports a failure of its own upstream, or the request exceeds the model's
+// context window (a backup may have a larger one). Content-policy rejections are
+// not among them: routing around a refusal is not the gateway's call.
 var DefaultFailoverErrors = []string{
 	"model not found", "model_not_found", "model does not exist", "no such model",
 	"model unavailable", "model not available", "model is not available", "model is currently overloaded",
 	"unsupported model", "model not supported", "model is not supported",
 	"upstream request failed",
+	"context_length_exceeded", "maximum context length", "context window exceeded",
 }
 
 // Failover says when a chain moves on to its next target.
