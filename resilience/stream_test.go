@@ -147,3 +147,29 @@ func snapshot(g *Guard) Snapshot {
 }
 
 func errorsIsExhausted(err error) bool { return errors.Is(err, ErrRetriesExhausted) }
+
+// TestStreamSlowCallIsTheTimeToFirstEvent: slow_call_threshold measures a stream
+// up to its first event, never its whole length.
+func TestStreamSlowCallIsTheTimeToFirstEvent(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name             string
+		toFirst, toEnd   time.Duration
+		consecutiveFails int
+	}{
+		{"slow first event", 2 * time.Second, 0, 1},
+		{"fast first event, long stream", 10 * time.Millisecond, time.Hour, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newFakeClock()
+			g := breakerGuard(c, func(s *BreakerSettings) { s.SlowCallThreshold = time.Second })
+			finish, err := g.Stream(context.Background(), "m", func(context.Context, int) error { c.Advance(tc.toFirst); return nil })
+			require.NoError(t, err)
+			c.Advance(tc.toEnd)
+			finish(nil)
+			require.Equal(t, tc.consecutiveFails, snapshot(g).ConsecutiveFailures)
+		})
+	}
+}
