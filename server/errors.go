@@ -47,6 +47,11 @@ func invalidRequest(param, message string) error {
 }
 
 // toStatus is the one place where domain errors become gRPC statuses.
+// maxClientRetryAfter caps the wait an upstream's Retry-After passes on to clients:
+// a day covers a daily quota, and no hostile or broken upstream can tell clients to
+// wait for centuries.
+const maxClientRetryAfter = 24 * time.Hour
+
 func toStatus(log *slog.Logger, err error) error {
 	if err == nil {
 		return nil
@@ -92,7 +97,7 @@ func toStatus(log *slog.Logger, err error) error {
 		if up := pe.UpstreamStatus(); !e.final && (up == http.StatusTooManyRequests || up == http.StatusServiceUnavailable) {
 			// Not retried here (Retry-After beyond max_backoff, no budget, a probe):
 			// the client may, after the upstream's own wait.
-			e.retryAfter = pe.RetryAfter
+			e.retryAfter = min(pe.RetryAfter, maxClientRetryAfter)
 		}
 		return statusOf(e)
 	case errors.As(err, &de): // after pe: an upstream's unreadable bytes are its fault, not the client's
