@@ -2,7 +2,6 @@ package openaijson
 
 import (
 	"errors"
-	"strconv"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -86,35 +85,6 @@ func (s *scanner) checkList(item func() error) error {
 		})
 	}
 	return errType
-}
-
-// checkValue mirrors scanner.value: any JSON, with numbers within float64's range.
-// It checks every unknown member (kept in extra).
-func (s *scanner) checkValue() error {
-	switch s.peek() {
-	case '{':
-		return s.object(func([]byte) error { return s.checkValue() })
-	case '[':
-		return s.array(func(int) error { return s.checkValue() })
-	case '"':
-		return s.skipStr()
-	case 't':
-		return s.lit("true")
-	case 'f':
-		return s.lit("false")
-	case 'n':
-		return s.lit("null")
-	}
-	num, err := s.number()
-	if err != nil {
-		return err
-	}
-	if !shortNumber(num) {
-		if _, err := strconv.ParseFloat(string(num), 64); err != nil {
-			return errRange
-		}
-	}
-	return nil
 }
 
 // shortNumber reports whether num (well-formed) is surely within float64's range:

@@ -260,12 +260,20 @@ func (s *scanner) number() ([]byte, error) {
 
 // skip reads past any value, checking its syntax, without allocating (but for
 // strings with escapes).
-func (s *scanner) skip() error {
+func (s *scanner) skip() error { return s.walk(false) }
+
+// checkValue is skip that also refuses numbers past float64's range, as
+// scanner.value does: it checks every unknown member (kept in extra).
+func (s *scanner) checkValue() error { return s.walk(true) }
+
+// walk reads past any value, checking its syntax and, with inRange, that every
+// number fits a float64.
+func (s *scanner) walk(inRange bool) error {
 	switch s.peek() {
 	case '{':
-		return s.object(func([]byte) error { return s.skip() })
+		return s.object(func([]byte) error { return s.walk(inRange) })
 	case '[':
-		return s.array(func(int) error { return s.skip() })
+		return s.array(func(int) error { return s.walk(inRange) })
 	case '"':
 		return s.skipStr()
 	case 't':
@@ -275,8 +283,14 @@ func (s *scanner) skip() error {
 	case 'n':
 		return s.lit("null")
 	}
-	_, err := s.number()
-	return err
+	num, err := s.number()
+	if err != nil || !inRange || shortNumber(num) {
+		return err
+	}
+	if _, err := strconv.ParseFloat(string(num), 64); err != nil {
+		return errRange
+	}
+	return nil
 }
 
 // skipStr reads past a string (the opening quote is next). Bytes of any value
