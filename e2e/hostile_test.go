@@ -167,6 +167,26 @@ func TestHostileGRPCInput(t *testing.T) {
 			require.Contains(t, status.Convert(err).Message(), tc.msg)
 		})
 	}
+	t.Run("without a key", func(t *testing.T) {
+		// The key is checked before a request's decode error is answered, on the
+		// unary call (decoded before the chain runs) as on the stream.
+		bad := [][]byte{{0x0a, 0xff}} // model: a length past the end
+		msg := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), deepValue(200))
+		bad = append(bad, protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), msg))
+		for _, req := range bad {
+			var out []byte
+			err := g.conn.Invoke(context.Background(), "/switchyard.v1.ChatService/CreateChatCompletion", &req, &out,
+				grpc.ForceCodec(rawCodec{}))
+			require.Equal(t, codes.Unauthenticated, status.Code(err), "%v", err)
+			s, err := g.conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true},
+				"/switchyard.v1.ChatService/StreamChatCompletion", grpc.ForceCodec(rawCodec{}))
+			require.NoError(t, err)
+			require.NoError(t, s.SendMsg(&req))
+			require.NoError(t, s.CloseSend())
+			require.Equal(t, codes.Unauthenticated, status.Code(s.RecvMsg(&out)))
+		}
+		require.Regexp(t, `"msg":"request".*"code":"Unauthenticated"`, g.logs.String(), "refusals get their request line")
+	})
 	require.Zero(t, g.up.Count())
 	alive(t, g)
 }

@@ -10,19 +10,41 @@ import (
 	"github.com/switchyard/switchyard/internal/codec"
 )
 
-// clientsFault registers desc's methods so that a request message the codec could
-// not decode is the caller's error (InvalidArgument, with the codec's reason, e.g.
-// the nesting limit), not an Internal error of the server's. grpc-go reports any
-// codec failure as Internal and writes that status itself, before a handler or
-// interceptor could change it; so the message is received into a codec.Capture,
-// which keeps the decode error for the handler instead of failing the receive.
-func clientsFault(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
+// decodeErrorsAsInvalidArgument registers desc's methods so that a request message
+// the codec could not decode is the caller's error (InvalidArgument, with the
+// codec's reason, e.g. the nesting limit), not an Internal error of the server's.
+// grpc-go reports any codec failure as Internal and writes that status itself, so
+// the message is received into a codec.Capture, which keeps the decode error. A
+// unary request is decoded before the interceptor chain runs: its decode error is
+// returned from inside the chain, after authentication, so an unauthenticated
+// caller learns nothing of its bytes and every refusal gets its request line.
+func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 	out := *desc
 	out.Methods = make([]grpc.MethodDesc, len(desc.Methods))
 	for i, m := range desc.Methods {
 		handler := m.Handler
 		m.Handler = func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
-			return handler(srv, ctx, func(v any) error { return receive(dec, v) }, ic)
+			var decodeErr error
+			receiveInto := func(v any) error {
+				err := receive(dec, v)
+				if _, ok := err.(invalidMessage); ok {
+					decodeErr, err = err, nil
+				}
+				return err
+			}
+			chained := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				inner := func(ctx context.Context, req any) (any, error) {
+					if decodeErr != nil {
+						return nil, decodeErr
+					}
+					return h(ctx, req)
+				}
+				if ic == nil {
+					return inner(ctx, req)
+				}
+				return ic(ctx, req, info, inner)
+			}
+			return handler(srv, ctx, receiveInto, chained)
 		}
 		out.Methods[i] = m
 	}
@@ -40,16 +62,28 @@ type decodingStream struct{ grpc.ServerStream }
 
 func (s decodingStream) RecvMsg(m any) error { return receive(s.ServerStream.RecvMsg, m) }
 
-// receive decodes one request message into v; bytes that do not decode are
-// InvalidArgument. Receive errors (cancellation, a message over the size limit)
-// stay as they are.
+// receive decodes one request message into v; bytes that do not decode are an
+// invalidMessage (InvalidArgument). Receive errors (cancellation, a message over the
+// size limit) stay as they are.
 func receive(recv func(any) error, v any) error {
 	c := &codec.Capture{Msg: v}
 	if err := recv(c); err != nil {
 		return err
 	}
 	if c.Err != nil {
-		return status.Error(codes.InvalidArgument, "the request message could not be decoded: "+c.Err.Error())
+		return invalidMessage{c.Err}
 	}
 	return nil
+}
+
+// invalidMessage is a request message that did not decode.
+type invalidMessage struct{ err error }
+
+func (e invalidMessage) Error() string {
+	return "the request message could not be decoded: " + e.err.Error()
+}
+
+// GRPCStatus makes it InvalidArgument.
+func (e invalidMessage) GRPCStatus() *status.Status {
+	return status.New(codes.InvalidArgument, e.Error())
 }

@@ -69,8 +69,12 @@ func toStatus(log *slog.Logger, err error) error {
 	)
 	switch {
 	case errors.As(err, &oe):
-		return statusOf(apiError{httpStatus: http.StatusServiceUnavailable, message: oe.Error(), errType: "server_error",
-			code: "circuit_breaker_open", retryAfter: oe.RetryAfter})
+		e := apiError{httpStatus: http.StatusServiceUnavailable, message: oe.Error(), errType: "server_error",
+			code: "circuit_breaker_open", retryAfter: oe.RetryAfter, final: errors.Is(err, resilience.ErrRetriesExhausted)}
+		if e.final {
+			e.retryAfter = 0 // a walked chain ending at an open breaker: the chain was the retry
+		}
+		return statusOf(e)
 	case errors.As(err, &le):
 		return statusOf(apiError{httpStatus: http.StatusServiceUnavailable, message: le.Error(), errType: "server_error",
 			code: "circuit_breaker_open", retryAfter: time.Second})

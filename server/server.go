@@ -117,9 +117,9 @@ func New(cfg Config) (*Server, error) {
 	admin := &adminService{log: cfg.Log, router: cfg.Router, failover: cfg.Failover,
 		persist: cfg.PersistVirtualModels, providers: cfg.Providers}
 	register := func(gs *grpc.Server) {
-		gs.RegisterService(clientsFault(&pb.ChatService_ServiceDesc), chat)
-		gs.RegisterService(clientsFault(&pb.ModelService_ServiceDesc), models)
-		gs.RegisterService(clientsFault(&adminpb.AdminService_ServiceDesc), admin)
+		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.ChatService_ServiceDesc), chat)
+		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.ModelService_ServiceDesc), models)
+		gs.RegisterService(decodeErrorsAsInvalidArgument(&adminpb.AdminService_ServiceDesc), admin)
 	}
 	// Both servers: the chain; protobuf as always, encoded by generated code instead
 	// of reflection (measured: see README); write buffers shared between connections.
@@ -197,6 +197,9 @@ func (s *Server) Serve(grpcLis, httpLis net.Listener) error {
 		errc <- err
 	}()
 	s.ready.Store(true)
+	if s.stopping.Load() { // a Shutdown that came first (or meanwhile) keeps readiness off
+		s.ready.Store(false)
+	}
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	var first error
 	for range 3 {
