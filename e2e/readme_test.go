@@ -106,9 +106,6 @@ func startReadmeGateway(t *testing.T) (httpAddr, grpcAddr string) {
 // fails on an HTTP error status, grpcurl on a gRPC error; an answer that carries an
 // error (an in-band stream error included) fails too.
 func TestReadmeExamples(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and starts the binary")
-	}
 	httpAddr, grpcAddr := startReadmeGateway(t)
 	home, _ := os.UserHomeDir()
 	path := filepath.Join(home, ".cache", "switchyard", "bin") + string(os.PathListSeparator) + os.Getenv("PATH")

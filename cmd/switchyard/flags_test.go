@@ -71,9 +71,6 @@ func TestUnknownLogFormatFromEnvironment(t *testing.T) {
 
 // The built binary: exit codes as a shell sees them, and the version it logs at start.
 func TestBinaryExitCodes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := filepath.Join(t.TempDir(), "switchyard")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Stderr = os.Stderr
