@@ -27,6 +27,12 @@ for entry in "${TOOLS[@]}"; do
   GOBIN="$BIN" GOFLAGS=-mod=mod go install "$pkg" >&2
 done
 
+# curl runs the README's examples in the tests.
+if ! command -v curl >/dev/null; then
+  echo "installing curl (apt-get)" >&2
+  (apt-get update -qq && apt-get install -y -qq curl) >&2
+fi
+
 # buf (prebuilt, from npm) and the Node OpenAI SDK for the end-to-end tests. Node 20 or newer
 # (package.json's engines; .npmrc's engine-strict makes npm refuse a package that wants more).
 node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
