@@ -226,10 +226,12 @@ func (s *chatService) incomplete(ctx context.Context, route router.Route, err er
 	case context.Cause(ctx) == errDraining:
 		reason = "draining"
 	}
+	level := slog.LevelDebug // the client left: its request line says so
 	if reason != "cancelled" {
 		s.metrics.Incomplete(route.Provider, reason)
+		level = slog.LevelWarn
 	}
-	s.log.Warn("stream ended before its final event", "target", route.String(), "reason", reason,
+	s.log.Log(ctx, level, "stream ended before its final event", "target", route.String(), "reason", reason,
 		"error", err.Error(), "request_id", requestID(ctx))
 }
 
