@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,11 @@ type Reply struct {
 	// HeadersOnly sends 200 and the response headers (event-stream for a stream),
 	// then nothing, until the client goes away or the server closes.
 	HeadersOnly bool
+	// RejectPrefill answers 400 (invalid_request_error) to a request whose last
+	// message is the assistant's, as providers that refuse an assistant prefill do.
+	RejectPrefill bool
+	// ID replaces the completion id of a stream answer (default "chatcmpl-fake2").
+	ID string
 }
 
 // Request is one recorded request.
@@ -237,8 +243,16 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, body []byte, 
 		StreamOptions struct {
 			IncludeUsage bool `json:"include_usage"`
 		} `json:"stream_options"`
+		Messages []struct {
+			Role string `json:"role"`
+		} `json:"messages"`
 	}
 	_ = json.Unmarshal(body, &req)
+	if rep.RejectPrefill && len(req.Messages) > 0 && req.Messages[len(req.Messages)-1].Role == "assistant" {
+		writeError(w, http.StatusBadRequest, "This model does not support assistant message prefill. The conversation must end with a user message.",
+			"invalid_request_error", "")
+		return
+	}
 	if rep.Text == "" {
 		rep.Text = "Hello from the fake upstream!"
 	}
@@ -263,6 +277,11 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, body []byte, 
 	events := rep.Events
 	if events == nil {
 		events = streamEvents(req.Model, rep.Text, req.StreamOptions.IncludeUsage)
+		if rep.ID != "" {
+			for i, ev := range events {
+				events[i] = strings.Replace(ev, `"id":"chatcmpl-fake2"`, `"id":`+strconv.Quote(rep.ID), 1)
+			}
+		}
 	}
 	s.writeStream(w, r, events, rep)
 }
