@@ -25,6 +25,7 @@ var (
 	durationType   = reflect.TypeFor[time.Duration]()
 	statusListType = reflect.TypeFor[StatusList]()
 	failoverType   = reflect.TypeFor[Failover]()
+	resumeType     = reflect.TypeFor[StreamResume]()
 )
 
 func (c *checker) add(path string, line int, format string, args ...any) {
@@ -62,7 +63,7 @@ func (c *checker) value(n *yaml.Node, t reflect.Type, path string) {
 	case statusListType:
 		c.statusList(n, path)
 		return
-	case failoverType:
+	case failoverType, resumeType:
 		if n.Kind == yaml.ScalarNode {
 			var b bool
 			if n.Decode(&b) != nil {

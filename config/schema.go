@@ -135,6 +135,18 @@ type VirtualModel struct {
 	Targets []Target `yaml:"targets"`
 	// Failover says whether the remaining targets are tried on failover-eligible errors.
 	Failover *Failover `yaml:"failover,omitempty"`
+	// StreamResume continues a text stream that breaks after its first byte on the
+	// next target of the chain (off by default); in YAML a boolean or a block.
+	StreamResume *StreamResume `yaml:"stream_resume,omitempty"`
+}
+
+// StreamResume tunes stream recovery after the first byte; in YAML it is a block
+// or a plain boolean (enabled).
+type StreamResume struct {
+	// Enabled turns recovery on (a block without it is on).
+	Enabled *bool `yaml:"enabled,omitempty"`
+	// MaxResumes caps how many times one stream is continued (default 1).
+	MaxResumes *int `yaml:"max_resumes,omitempty"`
 }
 
 // Target is one virtual model target.

@@ -66,3 +66,34 @@ func (f *Failover) UnmarshalYAML(n *yaml.Node) error {
 	type plain Failover
 	return n.Decode((*plain)(f))
 }
+
+// UnmarshalYAML accepts `stream_resume: true|false` as well as the block.
+func (r *StreamResume) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			return fmt.Errorf("line %d: stream_resume must be a boolean or a block", n.Line)
+		}
+		r.Enabled = &b
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: stream_resume must be a boolean or a block", n.Line)
+	}
+	type plain StreamResume
+	return n.Decode((*plain)(r))
+}
+
+// On reports whether recovery is enabled.
+func (r *StreamResume) On() bool { return r != nil && (r.Enabled == nil || *r.Enabled) }
+
+// Max is the number of resumes allowed (default 1); 0 when recovery is off.
+func (r *StreamResume) Max() int {
+	switch {
+	case !r.On():
+		return 0
+	case r.MaxResumes == nil:
+		return 1
+	}
+	return *r.MaxResumes
+}

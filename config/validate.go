@@ -291,5 +291,8 @@ func validateVirtualModels(c *Config, add addFunc) {
 			add(path+".targets", "the weighted strategy needs a target with a weight above 0")
 		}
 		validateFailover(path+".failover", vm.Failover, add)
+		if r := vm.StreamResume; r != nil && r.MaxResumes != nil && *r.MaxResumes < 1 {
+			add(path+".stream_resume.max_resumes", "must be at least 1 (turn recovery off with stream_resume: false); got %d", *r.MaxResumes)
+		}
 	}
 }

@@ -31,6 +31,7 @@ type Metrics struct {
 	attempts           *prometheus.CounterVec
 	retries            *prometheus.CounterVec
 	failovers          *prometheus.CounterVec
+	resumes            *prometheus.CounterVec
 	breakers           atomic.Pointer[func() []resilience.Entry]
 	breakerTransitions *prometheus.CounterVec
 	empty              *prometheus.CounterVec
@@ -61,6 +62,9 @@ func New() *Metrics {
 		Help: "Retries scheduled (attempts after the first, same target)."}, []string{"provider", "model"})
 	m.failovers = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchyard_failovers_total",
 		Help: "Moves from one virtual-model target to the next, by reason."}, []string{"from", "to", "reason"})
+	m.resumes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchyard_stream_resumes_total",
+		Help: "Attempts to continue a stream broken after its first byte on the next target (stream_resume), by outcome: spliced, rejected, skipped."},
+		[]string{"from", "to", "outcome"})
 	m.breakerTransitions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchyard_breaker_transitions_total",
 		Help: "Circuit breaker state changes."}, []string{"provider", "model", "from", "to"})
 	m.empty = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchyard_empty_responses_total",
@@ -74,7 +78,7 @@ func New() *Metrics {
 		[]string{"provider", "reason"})
 	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchyard_tokens_total",
 		Help: "Tokens from upstream usage, by type: prompt, completion."}, []string{"provider", "model", "type"})
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.inflight, m.attempts, m.retries, m.failovers,
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.inflight, m.attempts, m.retries, m.failovers, m.resumes,
 		breakerCollector{m}, m.breakerTransitions, m.empty, m.hidden, m.incomplete, m.tokens,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
@@ -189,6 +193,11 @@ func (c breakerCollector) Collect(ch chan<- prometheus.Metric) {
 // Failover records a move to the next target.
 func (m *Metrics) Failover(from, to, reason string) {
 	m.failovers.WithLabelValues(from, to, reason).Inc()
+}
+
+// StreamResume records an attempt to continue a broken stream on the next target.
+func (m *Metrics) StreamResume(from, to, outcome string) {
+	m.resumes.WithLabelValues(from, to, outcome).Inc()
 }
 
 // Empty records an empty success.

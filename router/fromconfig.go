@@ -10,7 +10,7 @@ import (
 // block field by field, which overrides the built-in defaults.
 func FromConfig(global config.Failover, vm config.VirtualModel, configManaged bool) VirtualModel {
 	rv := VirtualModel{Source: vm.Source, Strategy: Strategy(vm.Strategy), ConfigManaged: configManaged,
-		Failover: failoverPolicy(global, vm.Failover), Spec: vm}
+		Failover: failoverPolicy(global, vm.Failover), MaxResumes: vm.StreamResume.Max(), Spec: vm}
 	for _, t := range vm.Targets {
 		w := 1
 		if t.Weight != nil {

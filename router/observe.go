@@ -35,6 +35,8 @@ type Trace struct {
 	Attempts int
 	// Failovers counts moves to a backup target.
 	Failovers int
+	// Resumes lists the targets a broken stream was continued on (stream_resume).
+	Resumes []string
 }
 
 // attemptDone observes one upstream attempt: counts it, reports failures hidden

@@ -225,10 +225,13 @@ func (r *Router) Chat(ctx context.Context, body *pb.ChatCompletionRequest, call 
 // first event, an empty stream) are retried on the target and then fail over, and
 // nothing has reached the client yet. The stream it returns reports its end to the
 // target's breaker: a stream that breaks after its first event is a failure of
-// that target (the client still gets the explicit error; nothing is re-sent).
+// that target (the client still gets the explicit error; nothing is re-sent),
+// unless the virtual model resumes streams (see resumeStream).
 func (r *Router) Stream(ctx context.Context, body *pb.ChatCompletionRequest, call Call) (providers.Stream, Route, error) {
 	var s providers.Stream
+	var tried []Route
 	route, err := r.walk(ctx, body, call, func(ctx context.Context, route Route, t Target, req *providers.Request) error {
+		tried = append(tried, route)
 		finish, err := t.Guard.Stream(ctx, req.Model, func(ctx context.Context, n int) error {
 			ctx, span := r.startAttempt(ctx, route, n, true)
 			var err error
@@ -243,6 +246,9 @@ func (r *Router) Stream(ctx context.Context, body *pb.ChatCompletionRequest, cal
 		s = finished(s, finish)
 		return nil
 	})
+	if c := r.virtual.Load().table[body.GetModel()]; err == nil && c != nil && c.vm.MaxResumes > 0 && resumeOK(body) {
+		s = r.resumable(ctx, body, call, s, route, c.remaining(tried), c.vm.MaxResumes)
+	}
 	return s, route, err
 }
 

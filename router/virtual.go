@@ -30,6 +30,9 @@ type VirtualModel struct {
 	Targets []VirtualTarget
 	// Failover is the policy for moving on to the next target.
 	Failover Failover
+	// MaxResumes is how many times a text stream that breaks after its first byte
+	// is continued on the next target (stream_resume); 0 = never.
+	MaxResumes int
 	// ConfigManaged marks virtual models defined in the config file.
 	ConfigManaged bool
 	// Spec is the virtual model as written (config file or admin API), kept so that

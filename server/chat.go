@@ -132,7 +132,11 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 			return nil
 		}
 		if err != nil {
-			s.incomplete(ctx, route, err)
+			at := route
+			if rs, ok := st.(interface{ Route() router.Route }); ok {
+				at = rs.Route() // the target it was last resumed on
+			}
+			s.incomplete(ctx, at, err)
 			return toStatus(s.log, err)
 		}
 		if u := chunk.GetUsage(); u != nil {

@@ -96,6 +96,9 @@ func (r *report) finish(ctx context.Context, log *slog.Logger, m *metrics.Metric
 	if r.target.Provider != "" {
 		attrs = append(attrs, slog.String("target", r.target.String()))
 	}
+	if len(r.trace.Resumes) > 0 { // the stream was continued on these targets (stream_resume)
+		attrs = append(attrs, slog.String("resumed_to", strings.Join(r.trace.Resumes, ",")))
+	}
 	if err != nil {
 		attrs = append(attrs, slog.String("error", status.Convert(err).Message()))
 	}
