@@ -7,11 +7,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"github.com/switchyard/switchyard/internal/testutil"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,7 +30,7 @@ type gateway struct {
 	up   *fakeupstream.Server
 	base string // REST base URL, e.g. http://127.0.0.1:PORT/v1
 	conn *grpc.ClientConn
-	logs *logBuffer
+	logs *testutil.LogBuffer
 }
 
 // yamlOption adds YAML to the generated config: provider lines go into provider
@@ -75,7 +75,7 @@ func startWith(t *testing.T, up *fakeupstream.Server, serverYAML string, opts ..
 	cfg, err := config.Load(path, func(string) (string, bool) { return "", false })
 	require.NoError(t, err)
 
-	logs := &logBuffer{}
+	logs := &testutil.LogBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -94,24 +94,6 @@ func startWith(t *testing.T, up *fakeupstream.Server, serverYAML string, opts ..
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
 	return &gateway{app: a, up: up, base: "http://" + a.HTTPAddr() + "/v1", conn: conn, logs: logs}
-}
-
-// logBuffer collects log lines safely from many goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // dataDirOf gives each gateway its own data dir unless serverYAML names one

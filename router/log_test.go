@@ -1,12 +1,11 @@
 package router
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/switchyard/switchyard/internal/testutil"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,25 +14,11 @@ import (
 	"github.com/switchyard/switchyard/resilience"
 )
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// records decodes JSON log lines as level → messages.
-func (s *syncBuffer) records(t *testing.T) map[string][]string {
+// records decodes the JSON log lines in logs as level → messages.
+func records(t *testing.T, logs *testutil.LogBuffer) map[string][]string {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	out := map[string][]string{}
-	for _, line := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
 		if line == "" {
 			continue
 		}
@@ -61,7 +46,7 @@ func TestFailoverLogsOnlyAtDebug(t *testing.T) {
 		t.Run(tc.level.String(), func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, chainVM("chain", StrategyFailover, "a/m1", "b/m1"))
-			logs := &syncBuffer{}
+			logs := &testutil.LogBuffer{}
 			f.r.log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: tc.level}))
 			f.a.errs["m1"] = []error{perr(503, "down")}
 			var trace Trace
@@ -69,7 +54,7 @@ func TestFailoverLogsOnlyAtDebug(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "b/m1", route.String())
 			require.Equal(t, Trace{Attempts: 2, Failovers: 1}, trace, "what the request line reports")
-			require.Equal(t, tc.want, logs.records(t))
+			require.Equal(t, tc.want, records(t, logs))
 		})
 	}
 }
@@ -98,13 +83,13 @@ func TestBreakerLogOneLinePerTransition(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.from.String()+"→"+tc.to.String(), func(t *testing.T) {
 			t.Parallel()
-			logs := &syncBuffer{}
+			logs := &testutil.LogBuffer{}
 			next := &countingObserver{}
 			obs := BreakerLog(slog.New(slog.NewJSONHandler(logs, nil)), next)
 			obs.BreakerTransition("up", "gpt-4o", tc.from, tc.to)
 			obs.Attempt("up", "gpt-4o", "success") // passed on, not logged
 			require.Equal(t, 1, next.transitions, "the next observer (metrics) still hears it")
-			require.Equal(t, map[string][]string{tc.level: {tc.msg}}, logs.records(t))
+			require.Equal(t, map[string][]string{tc.level: {tc.msg}}, records(t, logs))
 		})
 	}
 }
@@ -113,7 +98,7 @@ func TestBreakerLogOneLinePerTransition(t *testing.T) {
 // requests open it once, and the open breaker's fast failures log nothing.
 func TestBreakerOpensLogsOnceNotPerRequest(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &testutil.LogBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	p := &fakeProvider{name: "a", models: []string{"m1"}, errs: map[string][]error{}, calls: &[]string{}, keys: &[]string{}}
 	noRetry := resilience.DefaultRetry()
@@ -123,7 +108,7 @@ func TestBreakerOpensLogsOnceNotPerRequest(t *testing.T) {
 	guard := resilience.NewGuard(resilience.GuardConfig{Provider: "a", Retry: noRetry, Breaker: br, Observer: BreakerLog(log, resilience.NopObserver{})})
 	r := New(log, []Target{{Provider: p, Guard: guard}})
 	r.Discover(context.Background(), 0)
-	logs.b.Reset() // "models discovered"
+	logs.Reset() // "models discovered"
 	for range 20 {
 		p.errs["m1"] = append(p.errs["m1"], perr(503, "down"))
 	}
@@ -131,5 +116,5 @@ func TestBreakerOpensLogsOnceNotPerRequest(t *testing.T) {
 		_, _, err := r.Chat(context.Background(), &pb.ChatCompletionRequest{Model: "a/m1"}, Call{})
 		require.Error(t, err)
 	}
-	require.Equal(t, map[string][]string{"WARN": {"circuit breaker opened"}}, logs.records(t))
+	require.Equal(t, map[string][]string{"WARN": {"circuit breaker opened"}}, records(t, logs))
 }

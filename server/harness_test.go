@@ -2,10 +2,10 @@ package server
 
 import (
 	"context"
+	"github.com/switchyard/switchyard/internal/testutil"
 	"io"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -85,7 +85,7 @@ type running struct {
 	p        *heldProvider
 	http     string // host:port
 	grpc     string
-	logs     *syncBuffer
+	logs     *testutil.LogBuffer
 	served   chan error
 	shutdown sync.Once
 }
@@ -94,7 +94,7 @@ type running struct {
 func serve(t *testing.T, edit func(*Config)) *running {
 	t.Helper()
 	p := newHeldProvider()
-	logs := &syncBuffer{}
+	logs := &testutil.LogBuffer{}
 	cfg := Config{Log: slog.New(slog.NewJSONHandler(logs, nil)), MaxBodyBytes: 8 << 20,
 		Router: router.New(slog.New(slog.DiscardHandler), []router.Target{{Provider: p, Configured: []string{"m"}}}),
 		Keys:   Keys{Master: "sk-master", Admin: "sk-admin"}, DrainTimeout: 10 * time.Second}
@@ -127,24 +127,6 @@ func (r *running) dialGRPC(t *testing.T) *grpc.ClientConn {
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
 	return conn
-}
-
-// syncBuffer collects log lines from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 const chatJSON = `{"model":"up/m","messages":[{"role":"user","content":"hi"}]`

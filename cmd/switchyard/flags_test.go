@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/switchyard/switchyard/internal/testutil"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -100,7 +101,7 @@ func TestBinaryExitCodes(t *testing.T) {
 }
 
 func TestVersionLoggedAtStart(t *testing.T) {
-	out := &lockedBuffer{}
+	out := &testutil.LogBuffer{}
 	err := run(context.Background(), []string{"--config", "/nonexistent.yaml"}, out, &bytes.Buffer{}, noEnv)
 	require.Error(t, err)
 	var rec map[string]any

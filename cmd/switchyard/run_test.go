@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/switchyard/switchyard/internal/testutil"
 	"io"
 	"net/http"
 	"strings"
@@ -17,18 +18,6 @@ import (
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func noEnv(string) (string, bool) { return "", false }
@@ -47,7 +36,7 @@ func tempEnv(t *testing.T) func(string) (string, bool) {
 // The README's first command: no config, no keys → a serving gateway on the simulator.
 func TestRunWithoutConfigServesTheSimulator(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &lockedBuffer{}
+	out := &testutil.LogBuffer{}
 	env := tempEnv(t)
 	done := make(chan error, 1)
 	go func() {
