@@ -14,7 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 
+	adminpb "github.com/switchyard/switchyard/gen/switchyard/admin/v1"
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/internal/fakeupstream"
 )
@@ -388,4 +390,43 @@ func TestNodeSDKResume(t *testing.T) {
 	t.Logf("node --test:\n%s", out)
 	require.NoError(t, err, "the Node SDK resume suite failed")
 	require.Equal(t, 2, s.backup.Count(), "both streams were continued on the backup")
+}
+
+// TestResumeAdminAPI: stream_resume set through the admin API is shown back as
+// written, resumes streams, and is checked.
+func TestResumeAdminAPI(t *testing.T) {
+	t.Parallel()
+	s := resumeGateway(t, "", "backup/gpt-4o-mini")
+	admin := adminpb.NewAdminServiceClient(s.g.conn)
+	ctx := context.Background()
+	block, err := structpb.NewValue(map[string]any{"max_resumes": 2})
+	require.NoError(t, err)
+	vm := &adminpb.VirtualModel{Source: "resumed-api", StreamResume: block, Targets: []*adminpb.VirtualModelTarget{
+		{Model: "up/gpt-4o"}, {Model: "backup/gpt-4o-mini"}}}
+	_, err = admin.UpsertVirtualModel(ctx, &adminpb.UpsertVirtualModelRequest{VirtualModel: vm})
+	require.NoError(t, err)
+	got, err := admin.GetVirtualModel(ctx, &adminpb.GetVirtualModelRequest{Source: "resumed-api"})
+	require.NoError(t, err)
+	require.Equal(t, 2.0, got.GetVirtualModel().GetStreamResume().GetStructValue().GetFields()["max_resumes"].GetNumberValue())
+
+	s.g.up.Script(cut)
+	text, done, incomplete := sseText(t, restEvents(t, s.g, "resumed-api", ""))
+	require.True(t, done)
+	require.False(t, incomplete)
+	require.Equal(t, resumeFull, text)
+	requireContinuation(t, s.backup)
+
+	for _, bad := range []*structpb.Value{structpb.NewNumberValue(1), mustValue(t, map[string]any{"max_resumes": 0}),
+		mustValue(t, map[string]any{"tries": 1})} {
+		vm.StreamResume = bad
+		_, err = admin.UpsertVirtualModel(ctx, &adminpb.UpsertVirtualModelRequest{VirtualModel: vm})
+		require.Equal(t, codes.InvalidArgument, status.Code(err), "%v", bad)
+	}
+}
+
+func mustValue(t *testing.T, v any) *structpb.Value {
+	t.Helper()
+	out, err := structpb.NewValue(v)
+	require.NoError(t, err)
+	return out
 }

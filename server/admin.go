@@ -208,6 +208,7 @@ func virtualModelOf(vm router.VirtualModel) *adminpb.VirtualModel {
 			}
 		}
 	}
+	out.StreamResume = streamResumeValue(spec.StreamResume)
 	return out
 }
 
@@ -233,6 +234,9 @@ func specOf(in *adminpb.VirtualModel) (config.VirtualModel, error) {
 		return spec, err
 	}
 	spec.Failover = f
+	if spec.StreamResume, err = streamResumeOf(in.GetStreamResume()); err != nil {
+		return spec, err
+	}
 	return spec, nil // targets and strategy are checked by the router, against the live providers
 }
 

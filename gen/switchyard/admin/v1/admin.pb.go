@@ -587,6 +587,10 @@ type VirtualModel struct {
 	Failover *structpb.Value `protobuf:"bytes,4,opt,name=failover,proto3" json:"failover,omitempty"`
 	// Defined in the config file: read-only through the API.
 	ConfigManaged bool `protobuf:"varint,5,opt,name=config_managed,proto3" json:"config_managed,omitempty"`
+	// Continue a text stream that breaks after its first byte on the next target:
+	// true/false, or a block {enabled, max_resumes} (max_resumes defaults to 1).
+	// Unset: off.
+	StreamResume  *structpb.Value `protobuf:"bytes,6,opt,name=stream_resume,proto3" json:"stream_resume,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -654,6 +658,13 @@ func (x *VirtualModel) GetConfigManaged() bool {
 		return x.ConfigManaged
 	}
 	return false
+}
+
+func (x *VirtualModel) GetStreamResume() *structpb.Value {
+	if x != nil {
+		return x.StreamResume
+	}
+	return nil
 }
 
 // ListVirtualModelsRequest takes no parameters.
@@ -1260,13 +1271,14 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\abreaker\x18\x01 \x01(\v2\x1c.switchyard.admin.v1.BreakerR\abreaker\"B\n" +
 	"\x12VirtualModelTarget\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x16\n" +
-	"\x06weight\x18\x02 \x01(\x05R\x06weight\"\xe1\x01\n" +
+	"\x06weight\x18\x02 \x01(\x05R\x06weight\"\x9f\x02\n" +
 	"\fVirtualModel\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12\x1a\n" +
 	"\bstrategy\x18\x02 \x01(\tR\bstrategy\x12A\n" +
 	"\atargets\x18\x03 \x03(\v2'.switchyard.admin.v1.VirtualModelTargetR\atargets\x122\n" +
 	"\bfailover\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\bfailover\x12&\n" +
-	"\x0econfig_managed\x18\x05 \x01(\bR\x0econfig_managed\"\x1a\n" +
+	"\x0econfig_managed\x18\x05 \x01(\bR\x0econfig_managed\x12<\n" +
+	"\rstream_resume\x18\x06 \x01(\v2\x16.google.protobuf.ValueR\rstream_resume\"\x1a\n" +
 	"\x18ListVirtualModelsRequest\"f\n" +
 	"\x19ListVirtualModelsResponse\x12I\n" +
 	"\x0evirtual_models\x18\x01 \x03(\v2!.switchyard.admin.v1.VirtualModelR\x0evirtual_models\"0\n" +
@@ -1360,32 +1372,33 @@ var file_switchyard_admin_v1_admin_proto_depIdxs = []int32{
 	1,  // 3: switchyard.admin.v1.TripBreakerResponse.breaker:type_name -> switchyard.admin.v1.Breaker
 	8,  // 4: switchyard.admin.v1.VirtualModel.targets:type_name -> switchyard.admin.v1.VirtualModelTarget
 	21, // 5: switchyard.admin.v1.VirtualModel.failover:type_name -> google.protobuf.Value
-	9,  // 6: switchyard.admin.v1.ListVirtualModelsResponse.virtual_models:type_name -> switchyard.admin.v1.VirtualModel
-	9,  // 7: switchyard.admin.v1.GetVirtualModelResponse.virtual_model:type_name -> switchyard.admin.v1.VirtualModel
-	9,  // 8: switchyard.admin.v1.UpsertVirtualModelRequest.virtual_model:type_name -> switchyard.admin.v1.VirtualModel
-	9,  // 9: switchyard.admin.v1.UpsertVirtualModelResponse.virtual_model:type_name -> switchyard.admin.v1.VirtualModel
-	18, // 10: switchyard.admin.v1.ListProvidersResponse.providers:type_name -> switchyard.admin.v1.Provider
-	2,  // 11: switchyard.admin.v1.AdminService.ListBreakers:input_type -> switchyard.admin.v1.ListBreakersRequest
-	4,  // 12: switchyard.admin.v1.AdminService.ResetBreaker:input_type -> switchyard.admin.v1.ResetBreakerRequest
-	6,  // 13: switchyard.admin.v1.AdminService.TripBreaker:input_type -> switchyard.admin.v1.TripBreakerRequest
-	10, // 14: switchyard.admin.v1.AdminService.ListVirtualModels:input_type -> switchyard.admin.v1.ListVirtualModelsRequest
-	12, // 15: switchyard.admin.v1.AdminService.GetVirtualModel:input_type -> switchyard.admin.v1.GetVirtualModelRequest
-	14, // 16: switchyard.admin.v1.AdminService.UpsertVirtualModel:input_type -> switchyard.admin.v1.UpsertVirtualModelRequest
-	16, // 17: switchyard.admin.v1.AdminService.DeleteVirtualModel:input_type -> switchyard.admin.v1.DeleteVirtualModelRequest
-	19, // 18: switchyard.admin.v1.AdminService.ListProviders:input_type -> switchyard.admin.v1.ListProvidersRequest
-	3,  // 19: switchyard.admin.v1.AdminService.ListBreakers:output_type -> switchyard.admin.v1.ListBreakersResponse
-	5,  // 20: switchyard.admin.v1.AdminService.ResetBreaker:output_type -> switchyard.admin.v1.ResetBreakerResponse
-	7,  // 21: switchyard.admin.v1.AdminService.TripBreaker:output_type -> switchyard.admin.v1.TripBreakerResponse
-	11, // 22: switchyard.admin.v1.AdminService.ListVirtualModels:output_type -> switchyard.admin.v1.ListVirtualModelsResponse
-	13, // 23: switchyard.admin.v1.AdminService.GetVirtualModel:output_type -> switchyard.admin.v1.GetVirtualModelResponse
-	15, // 24: switchyard.admin.v1.AdminService.UpsertVirtualModel:output_type -> switchyard.admin.v1.UpsertVirtualModelResponse
-	17, // 25: switchyard.admin.v1.AdminService.DeleteVirtualModel:output_type -> switchyard.admin.v1.DeleteVirtualModelResponse
-	20, // 26: switchyard.admin.v1.AdminService.ListProviders:output_type -> switchyard.admin.v1.ListProvidersResponse
-	19, // [19:27] is the sub-list for method output_type
-	11, // [11:19] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	21, // 6: switchyard.admin.v1.VirtualModel.stream_resume:type_name -> google.protobuf.Value
+	9,  // 7: switchyard.admin.v1.ListVirtualModelsResponse.virtual_models:type_name -> switchyard.admin.v1.VirtualModel
+	9,  // 8: switchyard.admin.v1.GetVirtualModelResponse.virtual_model:type_name -> switchyard.admin.v1.VirtualModel
+	9,  // 9: switchyard.admin.v1.UpsertVirtualModelRequest.virtual_model:type_name -> switchyard.admin.v1.VirtualModel
+	9,  // 10: switchyard.admin.v1.UpsertVirtualModelResponse.virtual_model:type_name -> switchyard.admin.v1.VirtualModel
+	18, // 11: switchyard.admin.v1.ListProvidersResponse.providers:type_name -> switchyard.admin.v1.Provider
+	2,  // 12: switchyard.admin.v1.AdminService.ListBreakers:input_type -> switchyard.admin.v1.ListBreakersRequest
+	4,  // 13: switchyard.admin.v1.AdminService.ResetBreaker:input_type -> switchyard.admin.v1.ResetBreakerRequest
+	6,  // 14: switchyard.admin.v1.AdminService.TripBreaker:input_type -> switchyard.admin.v1.TripBreakerRequest
+	10, // 15: switchyard.admin.v1.AdminService.ListVirtualModels:input_type -> switchyard.admin.v1.ListVirtualModelsRequest
+	12, // 16: switchyard.admin.v1.AdminService.GetVirtualModel:input_type -> switchyard.admin.v1.GetVirtualModelRequest
+	14, // 17: switchyard.admin.v1.AdminService.UpsertVirtualModel:input_type -> switchyard.admin.v1.UpsertVirtualModelRequest
+	16, // 18: switchyard.admin.v1.AdminService.DeleteVirtualModel:input_type -> switchyard.admin.v1.DeleteVirtualModelRequest
+	19, // 19: switchyard.admin.v1.AdminService.ListProviders:input_type -> switchyard.admin.v1.ListProvidersRequest
+	3,  // 20: switchyard.admin.v1.AdminService.ListBreakers:output_type -> switchyard.admin.v1.ListBreakersResponse
+	5,  // 21: switchyard.admin.v1.AdminService.ResetBreaker:output_type -> switchyard.admin.v1.ResetBreakerResponse
+	7,  // 22: switchyard.admin.v1.AdminService.TripBreaker:output_type -> switchyard.admin.v1.TripBreakerResponse
+	11, // 23: switchyard.admin.v1.AdminService.ListVirtualModels:output_type -> switchyard.admin.v1.ListVirtualModelsResponse
+	13, // 24: switchyard.admin.v1.AdminService.GetVirtualModel:output_type -> switchyard.admin.v1.GetVirtualModelResponse
+	15, // 25: switchyard.admin.v1.AdminService.UpsertVirtualModel:output_type -> switchyard.admin.v1.UpsertVirtualModelResponse
+	17, // 26: switchyard.admin.v1.AdminService.DeleteVirtualModel:output_type -> switchyard.admin.v1.DeleteVirtualModelResponse
+	20, // 27: switchyard.admin.v1.AdminService.ListProviders:output_type -> switchyard.admin.v1.ListProvidersResponse
+	20, // [20:28] is the sub-list for method output_type
+	12, // [12:20] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_switchyard_admin_v1_admin_proto_init() }

@@ -310,6 +310,15 @@ export declare type VirtualModel = Message<"switchyard.admin.v1.VirtualModel"> &
    * @generated from field: bool config_managed = 5 [json_name = "config_managed"];
    */
   configManaged: boolean;
+
+  /**
+   * Continue a text stream that breaks after its first byte on the next target:
+   * true/false, or a block {enabled, max_resumes} (max_resumes defaults to 1).
+   * Unset: off.
+   *
+   * @generated from field: google.protobuf.Value stream_resume = 6 [json_name = "stream_resume"];
+   */
+  streamResume?: Value | undefined;
 };
 
 /**
