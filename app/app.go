@@ -176,7 +176,8 @@ func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) ([]r
 		default:
 			prov = openai.New(openai.Config{Name: name, BaseURL: p.BaseURL, APIKey: string(p.APIKey), Headers: p.Headers,
 				ConnectTimeout: p.ConnectTimeout, ResponseHeaderTimeout: p.ResponseHeaderTimeout, Timeout: p.Timeout,
-				StreamIdleTimeout: p.StreamIdleTimeout, StreamFirstEventTimeout: p.StreamFirstEventTimeout, Log: log})
+				StreamIdleTimeout: p.StreamIdleTimeout, FirstTokenTimeout: config.ResolveFirstTokenTimeout(cfg.Resilience, p.Resilience),
+				Log: log})
 		}
 		retry, breaker := config.ResolveResilience(cfg.Resilience, p.Resilience)
 		percent, minConc := config.ResolveBudget(cfg.Resilience, p.Resilience)

@@ -23,11 +23,6 @@ const (
 	SimulatorName = "simulator"
 )
 
-// DefaultStreamFirstEventTimeout bounds the wait for a stream's first event: long
-// enough for a reasoning model's silence before its first token, short enough
-// that a stalled upstream fails over well within a client's patience.
-const DefaultStreamFirstEventTimeout = 2 * time.Minute
-
 func applyDefaults(cfg *Config) {
 	s := &cfg.Server
 	if s.HTTPAddr == "" {
@@ -41,9 +36,6 @@ func applyDefaults(cfg *Config) {
 	}
 	if s.StreamIdleTimeout == 0 {
 		s.StreamIdleTimeout = DefaultStreamIdleTimeout
-	}
-	if s.StreamFirstEventTimeout == 0 {
-		s.StreamFirstEventTimeout = DefaultStreamFirstEventTimeout
 	}
 	if s.DrainTimeout == 0 {
 		s.DrainTimeout = DefaultDrainTimeout
@@ -78,9 +70,6 @@ func applyDefaults(cfg *Config) {
 		}
 		if p.StreamIdleTimeout == 0 {
 			p.StreamIdleTimeout = s.StreamIdleTimeout
-		}
-		if p.StreamFirstEventTimeout == 0 {
-			p.StreamFirstEventTimeout = s.StreamFirstEventTimeout
 		}
 		if p.Type == "simulator" && p.Simulator.Tokens == 0 {
 			p.Simulator.Tokens = DefaultSimulatorTokens

@@ -35,7 +35,6 @@ func TestReadmeSettingsTableMatchesCode(t *testing.T) {
 		"server.grpc_addr":                               config.DefaultGRPCAddr,
 		"server.max_body_bytes":                          fmt.Sprint(config.DefaultMaxBodyBytes),
 		"server.stream_idle_timeout":                     config.DefaultStreamIdleTimeout.String(),
-		"server.stream_first_event_timeout":              config.DefaultStreamFirstEventTimeout.String(),
 		"server.data_dir":                                config.DefaultDataDir,
 		"server.recheck_interval":                        config.DefaultRecheckInterval.String(),
 		"server.drain_timeout":                           config.DefaultDrainTimeout.String(),
@@ -57,6 +56,7 @@ func TestReadmeSettingsTableMatchesCode(t *testing.T) {
 		"resilience.circuit_breaker.success_threshold":   fmt.Sprint(b.SuccessThreshold),
 		"resilience.circuit_breaker.timeout":             b.Timeout.String(),
 		"resilience.circuit_breaker.slow_call_threshold": b.SlowCallThreshold.String(),
+		"resilience.first_token_timeout":                 resilience.DefaultFirstTokenTimeout.String(),
 	}
 	require.Equal(t, code, documented)
 }

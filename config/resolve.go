@@ -1,6 +1,10 @@
 package config
 
-import "github.com/switchyard/switchyard/resilience"
+import (
+	"time"
+
+	"github.com/switchyard/switchyard/resilience"
+)
 
 // ResolveResilience returns a provider's effective settings: each field from the
 // provider's block if set, else the global block (environment included), else the
@@ -55,4 +59,10 @@ func pickPtr[T any](global, provider *T) *T {
 func ResolveBudget(global, provider Resilience) (float64, int) {
 	return pick(resilience.DefaultBudgetPercent, global.Retry.BudgetPercent, provider.Retry.BudgetPercent),
 		pick(resilience.DefaultBudgetMinConcurrency, global.Retry.BudgetMinConcurrency, provider.Retry.BudgetMinConcurrency)
+}
+
+// ResolveFirstTokenTimeout returns a provider's effective first_token_timeout
+// (0 = no limit).
+func ResolveFirstTokenTimeout(global, provider Resilience) time.Duration {
+	return pick(resilience.DefaultFirstTokenTimeout, global.FirstTokenTimeout, provider.FirstTokenTimeout)
 }

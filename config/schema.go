@@ -35,10 +35,6 @@ type Server struct {
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// StreamIdleTimeout limits each gap between upstream stream reads after the first byte.
 	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
-	// StreamFirstEventTimeout limits the wait for an upstream stream's first event,
-	// from sending the request (headers included); past it the attempt is a local
-	// timeout (504, a breaker failure) and a failover chain moves on. Negative: no limit.
-	StreamFirstEventTimeout time.Duration `yaml:"stream_first_event_timeout"`
 	// DrainTimeout is the drain deadline for in-flight calls on SIGTERM.
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
 	// ReadTimeout bounds reading a whole REST request, headers and body; slower
@@ -73,8 +69,6 @@ type Provider struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// StreamIdleTimeout overrides server.stream_idle_timeout for this provider.
 	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
-	// StreamFirstEventTimeout overrides server.stream_first_event_timeout for this provider.
-	StreamFirstEventTimeout time.Duration `yaml:"stream_first_event_timeout"`
 	// Resilience overrides the global block field by field.
 	Resilience Resilience `yaml:"resilience"`
 	// Simulator tunes the simulator provider.
@@ -98,6 +92,12 @@ type Resilience struct {
 	Retry Retry `yaml:"retry"`
 	// CircuitBreaker tunes the breaker.
 	CircuitBreaker CircuitBreaker `yaml:"circuit_breaker"`
+	// FirstTokenTimeout bounds a stream's wait from sending the request to its first
+	// event that carries content (text, reasoning, a refusal, a tool-call delta or a
+	// finish; a role-only chunk does not end it). Past it the attempt is a timeout
+	// failure: retried, then failed over, as before the first byte. 0 turns it off;
+	// resilience.DefaultFirstTokenTimeout when unset.
+	FirstTokenTimeout *time.Duration `yaml:"first_token_timeout"`
 }
 
 // Retry is the retry block.
@@ -138,6 +138,11 @@ type VirtualModel struct {
 	// StreamResume continues a text stream that breaks after its first byte on the
 	// next target of the chain (off by default); in YAML a boolean or a block.
 	StreamResume *StreamResume `yaml:"stream_resume,omitempty"`
+	// HedgeAfter, when set, starts the next target too if the first has produced no
+	// content within it (no complete answer, for a non-stream call); the first to
+	// produce content wins and the other is cancelled. Capped at one hedge per ten
+	// requests. Off when unset or 0.
+	HedgeAfter *time.Duration `yaml:"hedge_after,omitempty"`
 }
 
 // StreamResume tunes stream recovery after the first byte; in YAML it is a block

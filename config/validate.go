@@ -175,6 +175,7 @@ func validateResilience(path string, r Resilience, add addFunc) {
 	}
 	for key, d := range map[string]*time.Duration{
 		"retry.initial_backoff": rt.InitialBackoff, "circuit_breaker.slow_call_threshold": cb.SlowCallThreshold,
+		"first_token_timeout": r.FirstTokenTimeout,
 	} {
 		if d != nil {
 			nonNegative(path+"."+key, *d, add)
@@ -291,6 +292,9 @@ func validateVirtualModels(c *Config, add addFunc) {
 			add(path+".targets", "the weighted strategy needs a target with a weight above 0")
 		}
 		validateFailover(path+".failover", vm.Failover, add)
+		if vm.HedgeAfter != nil {
+			nonNegative(path+".hedge_after", *vm.HedgeAfter, add)
+		}
 		if r := vm.StreamResume; r != nil && r.MaxResumes != nil && *r.MaxResumes < 1 {
 			add(path+".stream_resume.max_resumes", "must be at least 1 (turn recovery off with stream_resume: false); got %d", *r.MaxResumes)
 		}

@@ -51,15 +51,15 @@ const okChunk = `{"id":"x","object":"chat.completion.chunk","created":1,"model":
 
 // hostileChain runs Switchyard with "up" (the hostile target) and a healthy
 // "backup" behind the virtual model "resilient-chat".
-func hostileChain(t *testing.T, serverYAML string) (*gateway, *fakeupstream.Server) {
+func hostileChain(t *testing.T, serverYAML string, opts ...yamlOption) (*gateway, *fakeupstream.Server) {
 	t.Helper()
 	backup := fakeupstream.New("gpt-4o-mini")
 	t.Cleanup(backup.Close)
 	backup.SetDefault(fakeupstream.Reply{Text: "Hello from the backup!"})
-	g := start(t, serverYAML, withYAML("  backup:\n    type: openai\n    base_url: "+backup.URL+"\n"+
+	g := start(t, serverYAML, append(opts, withYAML("  backup:\n    type: openai\n    base_url: "+backup.URL+"\n"+
 		"resilience:\n  retry:\n    max_retries: 1\n    initial_backoff: 1ms\n"+
 		"virtual_models:\n  - source: resilient-chat\n    strategy: failover\n    targets:\n"+
-		"      - model: up/gpt-4o\n      - model: backup/gpt-4o-mini\n"))
+		"      - model: up/gpt-4o\n      - model: backup/gpt-4o-mini\n"))...)
 	return g, backup
 }
 
@@ -187,7 +187,7 @@ func TestHostileUpstreamFailsOver(t *testing.T) {
 		{"unreadable 200", "", fakeupstream.Reply{Body: "not json"}, false, 1},
 		{"4M-deep 200", "", fakeupstream.Reply{Body: hostileCompletion(4_000_000)}, false, 1},
 		{"4M-deep first stream event", "", fakeupstream.Reply{Events: []string{hostileChunk(4_000_000)}}, true, 1},
-		{"stream headers then nothing", "  stream_first_event_timeout: 300ms\n", fakeupstream.Reply{HeadersOnly: true}, true, 1},
+		{"stream headers then nothing", "    resilience:\n      first_token_timeout: 300ms\n", fakeupstream.Reply{HeadersOnly: true}, true, 1},
 		// A refused key is not retried, and counts for the breaker as the upstream's
 		// 401 (not in the default failure_on_statuses).
 		{"upstream 401", "", fakeupstream.Reply{Status: 401}, false, 0},
@@ -196,7 +196,7 @@ func TestHostileUpstreamFailsOver(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			g, backup := hostileChain(t, tc.yaml)
+			g, backup := hostileChain(t, "", withProviderYAML(tc.yaml))
 			g.up.SetDefault(tc.reply)
 			body := strings.Replace(chatBody, "up/gpt-4o", "resilient-chat", 1)
 			if tc.stream {
@@ -232,17 +232,17 @@ func TestHostileUpstreamFailsOver(t *testing.T) {
 	}
 }
 
-func TestStreamFirstEventTimeoutWithoutBackup(t *testing.T) {
+func TestStreamFirstTokenTimeoutWithoutBackup(t *testing.T) {
 	t.Parallel()
-	g := start(t, "  stream_first_event_timeout: 300ms\n", withYAML(noRetries))
+	g := start(t, "", withYAML(noRetries+"  first_token_timeout: 300ms\n"))
 	g.up.SetDefault(fakeupstream.Reply{HeadersOnly: true})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	t0 := time.Now()
 	resp := post(t, g.base+"/chat/completions", chatBody+`,"stream":true}`)
 	e := requireBadGatewayNaming(t, resp, http.StatusGatewayTimeout)
-	require.Contains(t, e.Error.Message, "sent no stream event within 300ms")
-	require.Less(t, time.Since(t0), 10*time.Second, "bounded by the first-event timeout, not the client's deadline")
+	require.Contains(t, e.Error.Message, "sent no content within 300ms")
+	require.Less(t, time.Since(t0), 10*time.Second, "bounded by the first-token timeout, not the client's deadline")
 
 	t0 = time.Now()
 	st, err := pb.NewChatServiceClient(g.conn).StreamChatCompletion(ctx, grpcReq())
@@ -251,8 +251,9 @@ func TestStreamFirstEventTimeoutWithoutBackup(t *testing.T) {
 	requireGRPCNaming(t, err, codes.DeadlineExceeded)
 	require.Less(t, time.Since(t0), 10*time.Second)
 
-	// The provider's own setting overrides the server's.
-	g2 := start(t, "  stream_first_event_timeout: 1h\n", withProviderYAML("    stream_first_event_timeout: 200ms\n"), withYAML(noRetries))
+	// The provider's own setting overrides the global one.
+	g2 := start(t, "", withProviderYAML("    resilience:\n      first_token_timeout: 200ms\n"),
+		withYAML(noRetries+"  first_token_timeout: 1h\n"))
 	g2.up.SetDefault(fakeupstream.Reply{HeadersOnly: true})
 	e = requireBadGatewayNaming(t, post(t, g2.base+"/chat/completions", chatBody+`,"stream":true}`), http.StatusGatewayTimeout)
 	require.Contains(t, e.Error.Message, "within 200ms")

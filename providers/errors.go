@@ -32,6 +32,10 @@ type Error struct {
 	Transport bool
 	// Timeout is set when a local timeout ended the attempt.
 	Timeout bool
+	// FirstToken is set with Timeout when the timeout was the stream's first-token
+	// deadline (resilience.first_token_timeout): the upstream did not start its
+	// answer in time, so the attempt is retried like a transport failure.
+	FirstToken bool
 	// Kind names a failure the status alone does not tell, for metrics and logs:
 	// KindHiddenError, KindNoChoices, KindEmptyStream, KindUnreadable,
 	// KindUpstreamAuth; empty otherwise.
@@ -70,6 +74,9 @@ func (e *Error) TransportFailure() bool { return e.Transport }
 
 // LocalTimeout reports that a local timeout ended the attempt.
 func (e *Error) LocalTimeout() bool { return e.Timeout }
+
+// FirstTokenTimeout reports that the first-token deadline ended the attempt.
+func (e *Error) FirstTokenTimeout() bool { return e.Timeout && e.FirstToken }
 
 // RetryDelay is the wait the upstream asked for.
 func (e *Error) RetryDelay() time.Duration { return e.RetryAfter }

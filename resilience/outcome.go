@@ -21,6 +21,15 @@ type Outcome interface {
 	RetryDelay() time.Duration
 }
 
+// FirstTokenOutcome is implemented by outcomes that can be a stream's first-token
+// timeout. A local timeout that reports true here is retried like a transport
+// failure (the upstream never started its answer, nothing reached the client);
+// other local timeouts (a whole non-stream attempt) are not retried. Both count
+// as breaker failures.
+type FirstTokenOutcome interface {
+	FirstTokenTimeout() bool
+}
+
 // kind is how an error is classified.
 type kind int
 

@@ -86,6 +86,9 @@ func (s RetrySettings) retryable(k kind, o Outcome) bool {
 	switch k {
 	case kindTransport:
 		return true
+	case kindTimeout:
+		f, ok := o.(FirstTokenOutcome)
+		return ok && f.FirstTokenTimeout()
 	case kindStatus:
 		return s.RetryOnStatuses.Has(o.UpstreamStatus())
 	}

@@ -37,6 +37,16 @@ func DefaultRetry() RetrySettings {
 	}
 }
 
+// DefaultFirstTokenTimeout is the built-in resilience.first_token_timeout: the
+// longest wait from sending a stream's request to its first event that carries
+// content. One minute is the stream_idle_timeout's bound applied to the start:
+// reasoning models that stream their reasoning send it within seconds (and it
+// counts as content), and hidden-reasoning models rarely think past a minute
+// before their first token; an upstream silent for longer is retried or failed
+// over instead of holding the client. Raise it per provider for models that
+// think longer in silence; 0 turns it off.
+const DefaultFirstTokenTimeout = time.Minute
+
 // Scope says what one circuit breaker covers.
 type Scope string
 

@@ -82,6 +82,7 @@ type Server struct {
 
 	srv      *httptest.Server
 	finished atomic.Int64
+	gone     atomic.Int64
 	mu       sync.Mutex
 	script   []Reply
 	fallback Reply
@@ -139,6 +140,10 @@ func (s *Server) Requests() []Request {
 // abandoned because the client went away).
 func (s *Server) Finished() int { return int(s.finished.Load()) }
 
+// Gone is the number of chat requests whose client went away (closed the request
+// or its connection) before their answer ended.
+func (s *Server) Gone() int { return int(s.gone.Load()) }
+
 // Count is the number of chat requests received so far.
 func (s *Server) Count() int { return len(s.Requests()) }
 
@@ -163,6 +168,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 		s.mu.Unlock()
 		s.serveChat(w, r, body, s.next())
+		if r.Context().Err() != nil {
+			s.gone.Add(1)
+		}
 		s.finished.Add(1)
 	default:
 		writeError(w, http.StatusNotFound, "Unknown request URL: "+r.Method+" "+r.URL.Path, "invalid_request_error", "unknown_url")

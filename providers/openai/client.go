@@ -35,10 +35,6 @@ const MaxResponseBytes = 16 << 20
 // is kept, and at most 512 bytes of a body that has none).
 const maxErrorBytes = 1 << 20
 
-// DefaultStreamFirstEventTimeout is the wait for a stream's first event when the
-// configuration sets none (config.DefaultStreamFirstEventTimeout is the same).
-const DefaultStreamFirstEventTimeout = 2 * time.Minute
-
 // Config is what a Client needs.
 type Config struct {
 	// Name is the configured provider name.
@@ -53,11 +49,11 @@ type Config struct {
 	// Timeout a whole non-stream attempt; StreamIdleTimeout each gap between stream
 	// reads after the first byte. Zero means no limit.
 	ConnectTimeout, ResponseHeaderTimeout, Timeout, StreamIdleTimeout time.Duration
-	// StreamFirstEventTimeout bounds a stream's wait from sending the request to its
-	// first event (headers included); past it the attempt fails as a local timeout
-	// (504, a breaker failure, failover-eligible). Zero means
-	// DefaultStreamFirstEventTimeout, negative no limit.
-	StreamFirstEventTimeout time.Duration
+	// FirstTokenTimeout bounds a stream's wait from sending the request to its first
+	// event that carries content (headers and role-only chunks included); past it
+	// the attempt fails as a first-token timeout (504, a breaker failure, retried
+	// and failover-eligible). Zero means no limit.
+	FirstTokenTimeout time.Duration
 	// Log hears what an operator must act on (the upstream refusing Switchyard's
 	// credentials); nil discards it.
 	Log *slog.Logger
@@ -100,9 +96,6 @@ func New(cfg Config) *Client {
 		h.Set("Authorization", "Bearer "+cfg.APIKey)
 	}
 	h.Set("Content-Type", "application/json")
-	if cfg.StreamFirstEventTimeout == 0 {
-		cfg.StreamFirstEventTimeout = DefaultStreamFirstEventTimeout
-	}
 	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -184,9 +177,10 @@ func (c *Client) transportError(ctx context.Context, err error) error {
 		case errors.Is(cause, errAttemptTimeout):
 			return &providers.Error{Provider: c.name, Status: http.StatusGatewayTimeout, Timeout: true,
 				Message: fmt.Sprintf("provider %s did not answer within %s", c.name, c.cfg.Timeout), Err: err}
-		case errors.Is(cause, errFirstEvent):
-			return &providers.Error{Provider: c.name, Status: http.StatusGatewayTimeout, Timeout: true, Code: "timeout",
-				Message: fmt.Sprintf("provider %s sent no stream event within %s", c.name, c.cfg.StreamFirstEventTimeout), Err: err}
+		case errors.Is(cause, errFirstToken):
+			return &providers.Error{Provider: c.name, Status: http.StatusGatewayTimeout, Timeout: true, FirstToken: true,
+				Code: "timeout", Err: err,
+				Message: fmt.Sprintf("provider %s sent no content within %s (first_token_timeout)", c.name, c.cfg.FirstTokenTimeout)}
 		}
 		return ctx.Err()
 	}

@@ -234,11 +234,14 @@ func TestUpstreamErrorsNeverEchoSecrets(t *testing.T) {
 	}
 }
 
-func TestStreamFirstEventTimeout(t *testing.T) {
+// TestStreamFirstTokenTimeout: first_token_timeout bounds the wait from the
+// request to the first event with content; headers, or a role-only chunk, then
+// silence is a first-token timeout (a local timeout the retry policy retries).
+func TestStreamFirstTokenTimeout(t *testing.T) {
 	t.Parallel()
 	up := fakeupstream.New()
 	defer up.Close()
-	c := openai.New(openai.Config{Name: "up", BaseURL: up.URL, StreamFirstEventTimeout: 100 * time.Millisecond,
+	c := openai.New(openai.Config{Name: "up", BaseURL: up.URL, FirstTokenTimeout: 300 * time.Millisecond,
 		StreamIdleTimeout: time.Hour})
 	defer c.Close()
 	cases := []struct {
@@ -247,27 +250,51 @@ func TestStreamFirstEventTimeout(t *testing.T) {
 	}{
 		{"headers then nothing", fakeupstream.Reply{HeadersOnly: true}},
 		{"no headers", fakeupstream.Reply{Delay: 10 * time.Second}},
+		{"a role-only chunk then nothing", fakeupstream.Reply{StallAfter: 1, Stall: 10 * time.Second}},
+		{"role-only chunks then nothing", fakeupstream.Reply{StallAfter: 2, Stall: 10 * time.Second,
+			Events: []string{roleChunk, roleChunk, textChunk("late"), "[DONE]"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			up.Script(tc.reply)
 			start := time.Now()
 			_, err := c.Stream(context.Background(), request())
-			require.Less(t, time.Since(start), 5*time.Second, "bounded by the first-event timeout, not the caller")
+			require.Less(t, time.Since(start), 5*time.Second, "bounded by the first-token timeout, not the caller")
 			pe := providerError(t, err)
-			require.True(t, pe.LocalTimeout(), "a local timeout: a breaker failure, not retried")
+			require.True(t, pe.LocalTimeout(), "a local timeout: a breaker failure")
+			require.True(t, pe.FirstTokenTimeout(), "a first-token timeout: retried")
 			require.False(t, pe.TransportFailure())
 			require.Equal(t, http.StatusGatewayTimeout, pe.Status, "failover-eligible 5xx")
-			require.Contains(t, pe.Message, "provider up sent no stream event within 100ms")
+			require.Contains(t, pe.Message, "provider up sent no content within 300ms (first_token_timeout)")
 		})
 	}
-	t.Run("a first event in time is not affected", func(t *testing.T) {
-		up.Script(fakeupstream.Reply{Text: "one two", TokenDelay: 150 * time.Millisecond})
+	t.Run("a role-only chunk is held and delivered before the first content", func(t *testing.T) {
+		up.Script(fakeupstream.Reply{Text: "one two", StallAfter: 1, Stall: 100 * time.Millisecond})
+		s, err := c.Stream(context.Background(), request())
+		require.NoError(t, err)
+		first, err := s.Recv()
+		require.NoError(t, err)
+		require.Equal(t, "assistant", first.GetChoices()[0].GetDelta().GetRole(), "the role chunk comes first")
+		text, err := collect(t, s)
+		require.NoError(t, err)
+		require.Equal(t, "one two", text)
+	})
+	t.Run("reasoning counts as content", func(t *testing.T) {
+		up.Script(fakeupstream.Reply{StallAfter: 2, Stall: 10 * time.Second,
+			Events: []string{roleChunk, reasoningChunk, textChunk("late"), "[DONE]"}})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		s, err := c.Stream(ctx, request())
+		require.NoError(t, err, "the reasoning chunk ends the wait")
+		s.Close()
+	})
+	t.Run("a first token in time is not affected", func(t *testing.T) {
+		up.Script(fakeupstream.Reply{Text: "one two three", TokenDelay: 150 * time.Millisecond})
 		s, err := c.Stream(context.Background(), request())
 		require.NoError(t, err)
 		text, err := collect(t, s)
-		require.NoError(t, err, "the timeout ends with the first event")
-		require.Equal(t, "one two", text)
+		require.NoError(t, err, "the timeout ends with the first content")
+		require.Equal(t, "one two three", text)
 	})
 	t.Run("a caller's cancellation stays a cancellation", func(t *testing.T) {
 		up.Script(fakeupstream.Reply{HeadersOnly: true})
@@ -278,6 +305,17 @@ func TestStreamFirstEventTimeout(t *testing.T) {
 		require.False(t, errors.As(err, &pe), "%v", err)
 		require.True(t, errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled), "%v", err)
 	})
+}
+
+const ftHead = `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,`
+
+var (
+	roleChunk      = ftHead + `"delta":{"role":"assistant","content":""},"finish_reason":null}]}`
+	reasoningChunk = ftHead + `"delta":{"reasoning_content":"thinking"},"finish_reason":null}]}`
+)
+
+func textChunk(text string) string {
+	return ftHead + `"delta":{"content":"` + text + `"},"finish_reason":"stop"}]}`
 }
 
 func TestErrorBodiesAreReadOnlyInPart(t *testing.T) {

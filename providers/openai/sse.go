@@ -18,7 +18,7 @@ import (
 
 var (
 	errIdle       = errors.New("stream idle timeout")
-	errFirstEvent = errors.New("stream first event timeout")
+	errFirstToken = errors.New("stream first token timeout")
 	// errEventTooLarge is an event longer than MaxResponseBytes.
 	errEventTooLarge = fmt.Errorf("a stream event larger than the %d MiB Switchyard reads", MaxResponseBytes>>20)
 )
@@ -108,7 +108,14 @@ func (r *eventReader) pending() bool {
 	return i >= 0 && (bytes.Contains(b[i:], []byte("\n\n")) || bytes.Contains(b[i:], []byte("\r\n\r\n")))
 }
 
-// Stream sends a streaming chat completion and waits for its first event.
+// maxHeld bounds the events without content held before the first one with
+// content; past it the stream begins anyway (the first-token timer still bounds
+// the wait, this bounds the memory).
+const maxHeld = 64
+
+// Stream sends a streaming chat completion and waits for its first event that
+// carries content; events before it (a role-only chunk) are held and delivered
+// first by Recv and NextRaw.
 func (c *Client) Stream(ctx context.Context, req *providers.Request) (providers.Stream, error) {
 	sctx, cancel := context.WithCancelCause(ctx)
 	hr, err := c.newRequest(sctx, http.MethodPost, "/chat/completions", upstreamBody(req, true), req)
@@ -117,12 +124,13 @@ func (c *Client) Stream(ctx context.Context, req *providers.Request) (providers.
 		return nil, err
 	}
 	hr.Header.Set("Accept", "text/event-stream")
-	// The wait for the first event (headers included) is bounded: an upstream that
-	// answers headers and then nothing must not hold the client until its own
-	// deadline. It fails as a local timeout, before any byte reached the client.
+	// The wait for the first content (headers and role-only chunks included) is
+	// bounded: an upstream that answers headers, or a role chunk, and then nothing
+	// must not hold the client until its own deadline. It fails as a first-token
+	// timeout, before any byte reached the client, and is retried.
 	var firstTimer *time.Timer
-	if d := c.cfg.StreamFirstEventTimeout; d > 0 {
-		firstTimer = time.AfterFunc(d, func() { cancel(errFirstEvent) })
+	if d := c.cfg.FirstTokenTimeout; d > 0 {
+		firstTimer = time.AfterFunc(d, func() { cancel(errFirstToken) })
 	}
 	resp, err := c.http.Do(hr)
 	if err != nil {
@@ -140,9 +148,9 @@ func (c *Client) Stream(ctx context.Context, req *providers.Request) (providers.
 	}
 	s := &stream{c: c, body: resp.Body, cancel: cancel, ctx: sctx, model: req.Model,
 		events: eventReader{rd: newReader(resp.Body)}, choices: int(max(1, req.Body.GetN()))}
-	first, err := s.readFirst()
+	err = s.readFirst()
 	if err == nil && !stopTimer(firstTimer) {
-		// The first event and the timeout crossed: the context is cancelled.
+		// The first content and the timeout crossed: the context is cancelled.
 		err = c.transportError(sctx, context.Cause(sctx))
 	}
 	if err != nil {
@@ -150,7 +158,6 @@ func (c *Client) Stream(ctx context.Context, req *providers.Request) (providers.
 		s.Close()
 		return nil, err
 	}
-	s.first = first
 	if idle := c.cfg.StreamIdleTimeout; idle > 0 {
 		s.idle = idle
 		s.timer = time.AfterFunc(time.Hour, func() { cancel(errIdle) })
@@ -173,8 +180,9 @@ type stream struct {
 	idle  time.Duration
 	timer *time.Timer
 
-	first    *pb.ChatCompletionChunk
-	firstRaw []byte // the first event as sent, for NextRaw
+	// held are the events read while waiting for the first content (role-only
+	// chunks, then the first with content), delivered before any further read.
+	held []heldChunk
 	// choices is how many choices the request asked for (n); with more than one,
 	// ended records which have carried a finish_reason (by index).
 	choices  int
@@ -184,34 +192,71 @@ type stream struct {
 	closeMu  sync.Once
 }
 
-// readFirst reads the first event: errors here are plain errors with a status.
-func (s *stream) readFirst() (*pb.ChatCompletionChunk, error) {
-	data, err := s.events.next()
-	if err != nil {
-		switch {
-		case s.ctx.Err() != nil:
-			return nil, s.c.transportError(s.ctx, err)
-		case errors.Is(err, errEventTooLarge):
-			return nil, s.c.unreadable("sent an unreadable stream event", err)
-		case errors.Is(err, io.EOF):
-			return nil, &providers.Error{Provider: s.c.name, Status: http.StatusBadGateway, Err: providers.ErrEmptyResponse,
-				Message: "provider returned an empty stream", Code: "empty_response", Kind: providers.KindEmptyStream}
+// heldChunk is an event read before the stream was handed on: decoded, and as sent.
+type heldChunk struct {
+	chunk *pb.ChatCompletionChunk
+	raw   []byte
+}
+
+// readFirst reads up to the first event that carries content (see hasContent),
+// holding every event before it. Errors here are plain errors with a status: no
+// byte has reached the client, so the attempt can be retried. A stream that ends
+// with nothing but role-only chunks is an empty stream.
+func (s *stream) readFirst() error {
+	for {
+		data, err := s.events.next()
+		if err != nil {
+			switch {
+			case s.ctx.Err() != nil:
+				return s.c.transportError(s.ctx, err)
+			case errors.Is(err, errEventTooLarge):
+				return s.c.unreadable("sent an unreadable stream event", err)
+			case errors.Is(err, io.EOF):
+				return s.empty()
+			}
+			return s.c.transportError(s.ctx, err)
 		}
-		return nil, s.c.transportError(s.ctx, err)
+		if bytes.Equal(data, doneMarker) {
+			return s.empty()
+		}
+		if e := s.c.hiddenError(data); e != nil {
+			return e
+		}
+		chunk, err := s.decode(data)
+		if err != nil {
+			return s.c.unreadable("sent an unreadable stream event", err)
+		}
+		s.held = append(s.held, heldChunk{chunk: chunk, raw: append([]byte(nil), data...)})
+		if hasContent(chunk) || len(s.held) >= maxHeld {
+			return nil
+		}
 	}
-	if bytes.Equal(data, doneMarker) {
-		return nil, &providers.Error{Provider: s.c.name, Status: http.StatusBadGateway, Err: providers.ErrEmptyResponse,
-			Message: "provider returned an empty stream", Code: "empty_response", Kind: providers.KindEmptyStream}
+}
+
+func (s *stream) empty() error {
+	return &providers.Error{Provider: s.c.name, Status: http.StatusBadGateway, Err: providers.ErrEmptyResponse,
+		Message: "provider returned an empty stream", Code: "empty_response", Kind: providers.KindEmptyStream}
+}
+
+// reasoningKeys are the delta members upstreams stream reasoning in.
+var reasoningKeys = []string{"reasoning_content", "reasoning"}
+
+// hasContent reports whether chunk starts the answer: text, reasoning, a refusal,
+// a tool-call delta, or a finish (an empty answer is an answer). A role-only
+// chunk, or one without choices, does not.
+func hasContent(chunk *pb.ChatCompletionChunk) bool {
+	for _, ch := range chunk.GetChoices() {
+		d := ch.GetDelta()
+		if d.GetContent() != "" || d.GetRefusal() != "" || len(d.GetToolCalls()) > 0 || ch.GetFinishReason() != "" {
+			return true
+		}
+		for _, k := range reasoningKeys {
+			if v := d.GetExtra().GetFields()[k]; v != nil && v.GetStringValue() != "" {
+				return true
+			}
+		}
 	}
-	if e := s.c.hiddenError(data); e != nil {
-		return nil, e
-	}
-	chunk, err := s.decode(data)
-	if err != nil {
-		return nil, s.c.unreadable("sent an unreadable stream event", err)
-	}
-	s.firstRaw = append([]byte(nil), data...)
-	return chunk, nil
+	return false
 }
 
 func (s *stream) decode(data []byte) (*pb.ChatCompletionChunk, error) {
@@ -268,10 +313,10 @@ func (s *stream) malformed(err error) error {
 
 // Recv returns the next chunk, io.EOF after the final event.
 func (s *stream) Recv() (*pb.ChatCompletionChunk, error) {
-	if s.first != nil {
-		c := s.first
-		s.first, s.firstRaw = nil, nil
-		return c, nil
+	if len(s.held) > 0 {
+		h := s.held[0]
+		s.held = s.held[1:]
+		return h.chunk, nil
 	}
 	data, err := s.nextEvent()
 	if err != nil {
@@ -289,13 +334,14 @@ func (s *stream) Recv() (*pb.ChatCompletionChunk, error) {
 // normalised. Chunks after the first are checked, not decoded, when they have
 // every member OpenAI always sends. It ends like Recv.
 func (s *stream) NextRaw() (providers.RawChunk, error) {
-	if s.first != nil {
-		c := providers.RawChunk{Bytes: s.firstRaw}
+	if len(s.held) > 0 {
+		h := s.held[0]
+		s.held = s.held[1:]
+		c := providers.RawChunk{Bytes: h.raw}
 		c.Info, _ = openaijson.InspectChunk(c.Bytes)
 		if !c.Info.Complete {
-			c.Decoded = s.first // decoded and normalised by readFirst
+			c.Decoded = h.chunk // decoded and normalised by readFirst
 		}
-		s.first, s.firstRaw = nil, nil
 		return c, nil
 	}
 	data, err := s.nextEvent()
@@ -372,7 +418,7 @@ func (s *stream) nextEvent() ([]byte, error) {
 }
 
 // Pending reports whether the next Recv can return without waiting for the upstream.
-func (s *stream) Pending() bool { return s.first != nil || (!s.done && s.events.pending()) }
+func (s *stream) Pending() bool { return len(s.held) > 0 || (!s.done && s.events.pending()) }
 
 // Close releases the upstream connection.
 func (s *stream) Close() error {
