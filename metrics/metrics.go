@@ -32,6 +32,7 @@ type Metrics struct {
 	retries            *prometheus.CounterVec
 	failovers          *prometheus.CounterVec
 	resumes            *prometheus.CounterVec
+	hedges             *prometheus.CounterVec
 	breakers           atomic.Pointer[func() []resilience.Entry]
 	breakerTransitions *prometheus.CounterVec
 	empty              *prometheus.CounterVec
@@ -65,6 +66,9 @@ func New() *Metrics {
 	m.resumes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchyard_stream_resumes_total",
 		Help: "Attempts to continue a stream broken after its first byte on the next target (stream_resume), by outcome: spliced, rejected, skipped."},
 		[]string{"from", "to", "outcome"})
+	m.hedges = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchyard_hedges_total",
+		Help: "Hedge decisions (hedge_after) by outcome: backup_won, primary_won, both_failed, capped."},
+		[]string{"virtual_model", "outcome"})
 	m.breakerTransitions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchyard_breaker_transitions_total",
 		Help: "Circuit breaker state changes."}, []string{"provider", "model", "from", "to"})
 	m.empty = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchyard_empty_responses_total",
@@ -78,7 +82,7 @@ func New() *Metrics {
 		[]string{"provider", "reason"})
 	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchyard_tokens_total",
 		Help: "Tokens from upstream usage, by type: prompt, completion."}, []string{"provider", "model", "type"})
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.inflight, m.attempts, m.retries, m.failovers, m.resumes,
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.inflight, m.attempts, m.retries, m.failovers, m.resumes, m.hedges,
 		breakerCollector{m}, m.breakerTransitions, m.empty, m.hidden, m.incomplete, m.tokens,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
@@ -193,6 +197,11 @@ func (c breakerCollector) Collect(ch chan<- prometheus.Metric) {
 // Failover records a move to the next target.
 func (m *Metrics) Failover(from, to, reason string) {
 	m.failovers.WithLabelValues(from, to, reason).Inc()
+}
+
+// Hedge records a hedge decision for a virtual model.
+func (m *Metrics) Hedge(virtualModel, outcome string) {
+	m.hedges.WithLabelValues(virtualModel, outcome).Inc()
 }
 
 // StreamResume records an attempt to continue a broken stream on the next target.

@@ -12,9 +12,9 @@ func BenchmarkWalkVirtualModel(b *testing.B) {
 	b.ReportAllocs()
 	f := newFixture(&testing.T{}, chainVM("chat", StrategyRoundRobin, "a/m1", "b/m1", "a/m2"))
 	body := &pb.ChatCompletionRequest{Model: "chat"}
-	try := func(context.Context, Route, Target, *providers.Request) error { return nil }
+	try := func(context.Context, Route, Target, *providers.Request) (struct{}, error) { return struct{}{}, nil }
 	for b.Loop() {
-		_, _ = f.r.walk(context.Background(), body, Call{}, try)
+		_, _, _ = walk(f.r, context.Background(), body, Call{}, try, nil)
 	}
 }
 
@@ -22,10 +22,10 @@ func BenchmarkWalkVirtualModel(b *testing.B) {
 // a target allocates only the per-attempt request, never per target.
 func TestResolutionAllocationCeiling(t *testing.T) {
 	f := newFixture(t, chainVM("chat", StrategyRoundRobin, "a/m1", "b/m1", "a/m2"))
-	try := func(context.Context, Route, Target, *providers.Request) error { return nil }
+	try := func(context.Context, Route, Target, *providers.Request) (struct{}, error) { return struct{}{}, nil }
 	for _, model := range []string{"chat", "a/m1", "m2"} {
 		body := &pb.ChatCompletionRequest{Model: model}
-		run := func() { _, _ = f.r.walk(context.Background(), body, Call{}, try) }
+		run := func() { _, _, _ = walk(f.r, context.Background(), body, Call{}, try, nil) }
 		run()
 		if n := testing.AllocsPerRun(200, run); n > 1 {
 			t.Errorf("%s: %.0f allocations", model, n)

@@ -11,6 +11,9 @@ import (
 func FromConfig(global config.Failover, vm config.VirtualModel, configManaged bool) VirtualModel {
 	rv := VirtualModel{Source: vm.Source, Strategy: Strategy(vm.Strategy), ConfigManaged: configManaged,
 		Failover: failoverPolicy(global, vm.Failover), MaxResumes: vm.StreamResume.Max(), Spec: vm}
+	if vm.HedgeAfter != nil {
+		rv.HedgeAfter = *vm.HedgeAfter
+	}
 	for _, t := range vm.Targets {
 		w := 1
 		if t.Weight != nil {

@@ -35,6 +35,8 @@ type Trace struct {
 	Attempts int
 	// Failovers counts moves to a backup target.
 	Failovers int
+	// Hedged is set when a second target was started beside a slow first one (hedge_after).
+	Hedged bool
 	// Resumes lists the targets a broken stream was continued on (stream_resume).
 	Resumes []string
 }
@@ -45,7 +47,9 @@ type Trace struct {
 // costs one line per request, not one per attempt.
 func (r *Router) attemptDone(route Route, attempt int, err error, call Call) {
 	if call.Trace != nil {
+		r.traceMu.Lock() // a hedge's two sides count their attempts at once
 		call.Trace.Attempts++
+		r.traceMu.Unlock()
 	}
 	if err == nil {
 		return

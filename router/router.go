@@ -40,6 +40,8 @@ type Router struct {
 	adminMu sync.Mutex
 	obs     Observer
 	tracer  trace.Tracer
+	clock   resilience.Clock // hedge timers; nil is the real clock
+	traceMu sync.Mutex       // guards Trace counts, which a hedge's two sides update at once
 }
 
 type virtualState struct {
@@ -124,50 +126,66 @@ func (r *Router) Models() []Model {
 	return out
 }
 
-// attempt calls one target; it is handed a request built for that target.
-type attempt func(ctx context.Context, route Route, t Target, req *providers.Request) error
+// attempt calls one target; it is handed a request built for that target, and
+// returns what the target answered.
+type attempt[T any] func(ctx context.Context, route Route, t Target, req *providers.Request) (T, error)
 
-// walk runs try on the target(s) serving model and says which route answered (or
-// failed last).
-func (r *Router) walk(ctx context.Context, body *pb.ChatCompletionRequest, call Call, try attempt) (Route, error) {
+// newRequest builds the request for the i-th target of a walk: the client's
+// Idempotency-Key goes to the first only (a failover attempt sends another request).
+func newRequest(body *pb.ChatCompletionRequest, call Call, route Route, i int) *providers.Request {
+	req := &providers.Request{Body: body, Model: route.Model, RequestID: call.RequestID, IncludeUsage: call.IncludeUsage}
+	if i == 0 {
+		req.IdempotencyKey = call.IdempotencyKey
+	}
+	return req
+}
+
+// walk runs try on the target(s) serving body's model and says which route
+// answered (or failed last). A chain with hedge_after races its first two
+// targets (see hedge); drop frees an answer that lost the race (nil: nothing to free).
+func walk[T any](r *Router, ctx context.Context, body *pb.ChatCompletionRequest, call Call, try attempt[T], drop func(T)) (T, Route, error) {
+	var zero T
 	model := body.GetModel()
 	c := r.virtual.Load().table[model]
 	if c == nil {
 		route, err := r.reg.resolve(model)
 		if err != nil {
-			return Route{}, err
+			return zero, Route{}, err
 		}
-		req := &providers.Request{Body: body, Model: route.Model, IdempotencyKey: call.IdempotencyKey, RequestID: call.RequestID,
-			IncludeUsage: call.IncludeUsage}
-		err = try(ctx, route, r.targets[route.Provider], req)
+		v, err := try(ctx, route, r.targets[route.Provider], newRequest(body, call, route, 0))
 		r.record(route, err)
-		return route, err
+		return v, route, err
 	}
 	first := c.first()
 	backups, moved := 0, false
 	var last Route
 	var lastErr error
-	for i := range c.routes {
+	for i := 0; i < len(c.routes); i++ {
 		route := c.at(first, i)
 		if i > 0 && c.vm.Failover.MaxAttempts > 0 && backups >= c.vm.Failover.MaxAttempts {
 			break
 		}
-		req := &providers.Request{Body: body, Model: route.Model, RequestID: call.RequestID, IncludeUsage: call.IncludeUsage}
-		if i == 0 {
-			req.IdempotencyKey = call.IdempotencyKey
+		var v T
+		var err error
+		if i == 0 && c.hedges() {
+			var raced bool
+			if v, route, err, raced = hedge(r, ctx, c, first, body, call, try, drop); raced {
+				i, moved = 1, true // both of the first two targets were tried
+			}
+		} else {
+			v, err = try(ctx, route, r.targets[route.Provider], newRequest(body, call, route, i))
+			r.record(route, err)
 		}
-		err := try(ctx, route, r.targets[route.Provider], req)
-		r.record(route, err)
 		if err == nil {
-			return route, nil
+			return v, route, nil
 		}
 		last, lastErr = route, err
 		if ctx.Err() != nil || !c.failsOver() {
-			return route, err
+			return zero, route, err
 		}
 		move, skipped := c.vm.Failover.eligible(err)
 		if !move {
-			return route, err
+			return zero, route, err
 		}
 		if i > 0 && !skipped {
 			backups++
@@ -187,9 +205,9 @@ func (r *Router) walk(ctx context.Context, body *pb.ChatCompletionRequest, call 
 	}
 	if moved {
 		// The chain was spent: clients should not walk it again on their own.
-		return last, &resilience.SequenceError{Attempts: backups + 1, Err: lastErr}
+		return zero, last, &resilience.SequenceError{Attempts: backups + 1, Err: lastErr}
 	}
-	return last, lastErr
+	return zero, last, lastErr
 }
 
 // record feeds the request-health window the admin API reports. Skipped targets
@@ -206,9 +224,9 @@ func (r *Router) record(route Route, err error) {
 
 // Chat runs a non-stream chat completion and says which route answered.
 func (r *Router) Chat(ctx context.Context, body *pb.ChatCompletionRequest, call Call) (*pb.ChatCompletion, Route, error) {
-	var resp *pb.ChatCompletion
-	route, err := r.walk(ctx, body, call, func(ctx context.Context, route Route, t Target, req *providers.Request) error {
-		return t.Guard.Call(ctx, req.Model, func(ctx context.Context, n int) error {
+	return walk(r, ctx, body, call, func(ctx context.Context, route Route, t Target, req *providers.Request) (*pb.ChatCompletion, error) {
+		var resp *pb.ChatCompletion
+		err := t.Guard.Call(ctx, req.Model, func(ctx context.Context, n int) error {
 			ctx, span := r.startAttempt(ctx, route, n, false)
 			var err error
 			resp, err = t.Provider.Chat(ctx, req)
@@ -216,8 +234,8 @@ func (r *Router) Chat(ctx context.Context, body *pb.ChatCompletionRequest, call 
 			r.attemptDone(route, n, err, call)
 			return err
 		})
-	})
-	return resp, route, err
+		return resp, err
+	}, nil)
 }
 
 // Stream opens a streaming chat completion; it returns once the first event arrived,
@@ -228,10 +246,13 @@ func (r *Router) Chat(ctx context.Context, body *pb.ChatCompletionRequest, call 
 // that target (the client still gets the explicit error; nothing is re-sent),
 // unless the virtual model resumes streams (see resumeStream).
 func (r *Router) Stream(ctx context.Context, body *pb.ChatCompletionRequest, call Call) (providers.Stream, Route, error) {
-	var s providers.Stream
+	var triedMu sync.Mutex // a hedge tries two targets at once
 	var tried []Route
-	route, err := r.walk(ctx, body, call, func(ctx context.Context, route Route, t Target, req *providers.Request) error {
+	s, route, err := walk(r, ctx, body, call, func(ctx context.Context, route Route, t Target, req *providers.Request) (providers.Stream, error) {
+		triedMu.Lock()
 		tried = append(tried, route)
+		triedMu.Unlock()
+		var s providers.Stream
 		finish, err := t.Guard.Stream(ctx, req.Model, func(ctx context.Context, n int) error {
 			ctx, span := r.startAttempt(ctx, route, n, true)
 			var err error
@@ -241,11 +262,10 @@ func (r *Router) Stream(ctx context.Context, body *pb.ChatCompletionRequest, cal
 			return err
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		s = finished(s, finish)
-		return nil
-	})
+		return finished(s, finish), nil
+	}, func(s providers.Stream) { s.Close() })
 	if c := r.virtual.Load().table[body.GetModel()]; err == nil && c != nil && c.vm.MaxResumes > 0 && resumeOK(body) {
 		s = r.resumable(ctx, body, call, s, route, c.remaining(tried), c.vm.MaxResumes)
 	}

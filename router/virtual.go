@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // Strategy picks a virtual model's first target.
@@ -33,6 +34,9 @@ type VirtualModel struct {
 	// MaxResumes is how many times a text stream that breaks after its first byte
 	// is continued on the next target (stream_resume); 0 = never.
 	MaxResumes int
+	// HedgeAfter starts the second target too when the first has produced no
+	// content within it (0 = never; see hedge).
+	HedgeAfter time.Duration
 	// ConfigManaged marks virtual models defined in the config file.
 	ConfigManaged bool
 	// Spec is the virtual model as written (config file or admin API), kept so that
@@ -53,6 +57,7 @@ type chain struct {
 	weights     []int // cumulative
 	totalWeight int
 	next        atomic.Uint64
+	credit      hedgeCredit // caps hedge_after's hedges
 }
 
 // ErrInvalidVirtualModel marks a virtual model that cannot be routed.

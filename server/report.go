@@ -91,7 +91,7 @@ func (r *report) finish(ctx context.Context, log *slog.Logger, m *metrics.Metric
 	if r.model != "" {
 		attrs = append(attrs, slog.String("model", r.model), slog.Bool("stream", r.stream),
 			slog.Int("attempts", r.trace.Attempts), slog.Int("failovers", r.trace.Failovers),
-			slog.Int("prompt_tokens", r.tokensIn), slog.Int("completion_tokens", r.tokensOut))
+			slog.Bool("hedged", r.trace.Hedged), slog.Int("prompt_tokens", r.tokensIn), slog.Int("completion_tokens", r.tokensOut))
 	}
 	if r.target.Provider != "" {
 		attrs = append(attrs, slog.String("target", r.target.String()))

@@ -1,0 +1,195 @@
+package router
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/providers"
+	"github.com/switchyard/switchyard/resilience"
+)
+
+// hedgeClock's timers fire at once (fire) or never (until their context ends).
+type hedgeClock struct{ fire bool }
+
+func (hedgeClock) Now() time.Time { return time.Now() }
+
+func (c hedgeClock) Sleep(ctx context.Context, d time.Duration) error {
+	if c.fire {
+		return ctx.Err()
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// gateProvider answers at once, or (slow) only when released or cancelled, and
+// records the calls cancelled while waiting.
+type gateProvider struct {
+	name      string
+	slow      bool
+	release   chan struct{}
+	mu        sync.Mutex
+	calls     int
+	cancelled int
+	answered  context.Context // the context of the last call that answered
+}
+
+func (g *gateProvider) Name() string                             { return g.name }
+func (g *gateProvider) Models(context.Context) ([]string, error) { return []string{"m"}, nil }
+
+func (g *gateProvider) wait(ctx context.Context) error {
+	g.mu.Lock()
+	g.calls++
+	g.mu.Unlock()
+	if !g.slow {
+		g.mu.Lock()
+		g.answered = ctx
+		g.mu.Unlock()
+		return nil
+	}
+	select {
+	case <-g.release:
+		return nil
+	case <-ctx.Done():
+		g.mu.Lock()
+		g.cancelled++
+		g.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+func (g *gateProvider) Chat(ctx context.Context, req *providers.Request) (*pb.ChatCompletion, error) {
+	if err := g.wait(ctx); err != nil {
+		return nil, err
+	}
+	return &pb.ChatCompletion{Model: g.name}, nil
+}
+
+func (g *gateProvider) Stream(ctx context.Context, req *providers.Request) (providers.Stream, error) {
+	if err := g.wait(ctx); err != nil {
+		return nil, err
+	}
+	return emptyStream{}, nil
+}
+
+func (g *gateProvider) counts() (int, int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.calls, g.cancelled
+}
+
+// hedgeRecorder hears hedge decisions; a capped one releases the slow primary.
+type hedgeRecorder struct {
+	nopObserver
+	mu       sync.Mutex
+	outcomes map[string]int
+	release  chan struct{}
+}
+
+func (h *hedgeRecorder) Hedge(vm, outcome string) {
+	h.mu.Lock()
+	h.outcomes[vm+" "+outcome]++
+	h.mu.Unlock()
+	if outcome == HedgeCapped {
+		h.release <- struct{}{}
+	}
+}
+
+func hedgeFixture(t *testing.T, fire, slowPrimary bool) (*Router, *gateProvider, *gateProvider, *hedgeRecorder) {
+	t.Helper()
+	release := make(chan struct{}, 100)
+	p := &gateProvider{name: "p", slow: slowPrimary, release: release}
+	b := &gateProvider{name: "b", release: release}
+	var targets []Target
+	for _, g := range []*gateProvider{p, b} {
+		targets = append(targets, Target{Provider: g, Guard: resilience.NewGuard(resilience.GuardConfig{Provider: g.name,
+			Retry: resilience.DefaultRetry(), Breaker: resilience.DefaultBreaker()})})
+	}
+	r := New(slog.New(slog.NewTextHandler(io.Discard, nil)), targets)
+	r.Discover(context.Background(), 0)
+	rec := &hedgeRecorder{outcomes: map[string]int{}, release: release}
+	r.SetObserver(rec)
+	r.SetClock(hedgeClock{fire: fire})
+	vm := chainVM("chat", StrategyFailover, "p/m", "b/m")
+	vm.HedgeAfter = time.Second
+	require.NoError(t, r.SetVirtualModels([]VirtualModel{vm}))
+	return r, p, b, rec
+}
+
+// TestHedgeBackupWinsAndThePrimaryIsCancelled: a primary with nothing within
+// hedge_after gets the backup started beside it; the backup's answer wins, the
+// primary's call is cancelled (its upstream request closed), and the request's
+// trace says it was hedged. Unary calls and streams alike.
+func TestHedgeBackupWinsAndThePrimaryIsCancelled(t *testing.T) {
+	t.Parallel()
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unary", true: "stream"}[stream], func(t *testing.T) {
+			t.Parallel()
+			r, p, b, rec := hedgeFixture(t, true, true)
+			var trace Trace
+			call := Call{Trace: &trace}
+			body := &pb.ChatCompletionRequest{Model: "chat"}
+			var route Route
+			var err error
+			if stream {
+				var s providers.Stream
+				s, route, err = r.Stream(context.Background(), body, call)
+				require.NoError(t, err)
+				s.Close()
+			} else {
+				_, route, err = r.Chat(context.Background(), body, call)
+				require.NoError(t, err)
+			}
+			require.Equal(t, "b/m", route.String(), "the backup answered first")
+			pc, pcancel := p.counts()
+			require.Equal(t, []int{1, 1}, []int{pc, pcancel}, "the primary was called once and cancelled")
+			bc, _ := b.counts()
+			require.Equal(t, 1, bc)
+			require.NoError(t, b.answered.Err(), "the winner's call lives on (a stream reads from it)")
+			require.True(t, trace.Hedged)
+			require.Equal(t, 2, trace.Attempts)
+			require.Equal(t, map[string]int{"chat " + HedgeBackupWon: 1}, rec.outcomes)
+			for _, e := range r.Breakers() {
+				require.Zero(t, e.ConsecutiveFailures, "a cancelled loser is no failure of %s", e.Provider)
+			}
+		})
+	}
+}
+
+// TestNoHedgeWhenThePrimaryAnswersInTime: an answer before hedge_after never
+// starts the backup.
+func TestNoHedgeWhenThePrimaryAnswersInTime(t *testing.T) {
+	t.Parallel()
+	r, p, b, rec := hedgeFixture(t, false, false)
+	var trace Trace
+	_, route, err := r.Chat(context.Background(), &pb.ChatCompletionRequest{Model: "chat"}, Call{Trace: &trace})
+	require.NoError(t, err)
+	require.Equal(t, "p/m", route.String())
+	pc, _ := p.counts()
+	bc, _ := b.counts()
+	require.Equal(t, []int{1, 0}, []int{pc, bc})
+	require.False(t, trace.Hedged)
+	require.Empty(t, rec.outcomes)
+}
+
+// TestHedgesAreCapped: with every primary slow, at most one request in ten is
+// hedged; the others wait for their primary.
+func TestHedgesAreCapped(t *testing.T) {
+	t.Parallel()
+	r, p, b, rec := hedgeFixture(t, true, true)
+	for range 20 {
+		_, _, err := r.Chat(context.Background(), &pb.ChatCompletionRequest{Model: "chat"}, Call{})
+		require.NoError(t, err)
+	}
+	require.Equal(t, map[string]int{"chat " + HedgeBackupWon: 2, "chat " + HedgeCapped: 18}, rec.outcomes)
+	bc, _ := b.counts()
+	require.Equal(t, 2, bc, "the backup was started twice in 20 requests")
+	pc, pcancel := p.counts()
+	require.Equal(t, []int{20, 2}, []int{pc, pcancel})
+}
