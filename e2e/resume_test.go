@@ -430,3 +430,37 @@ func mustValue(t *testing.T, v any) *structpb.Value {
 	require.NoError(t, err)
 	return out
 }
+
+// TestResumeMaxResumes: a continuation that breaks too is continued again while
+// max_resumes allows, and ends with the explicit error once it is spent.
+func TestResumeMaxResumes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		resume   string
+		complete bool
+	}{
+		{"    stream_resume: {max_resumes: 2}\n", true},
+		{"    stream_resume: {max_resumes: 1}\n", false},
+	} {
+		t.Run(strings.TrimSpace(tc.resume), func(t *testing.T) {
+			t.Parallel()
+			s := resumeGateway(t, tc.resume, "picky/gpt-4o-mini", "backup/gpt-4o-mini")
+			s.g.up.Script(cut)
+			// picky continues with "three " and cuts too; backup ends with "four".
+			s.picky.SetDefault(fakeupstream.Reply{Text: resumeRest, CutAfter: 2})
+			s.backup.SetDefault(fakeupstream.Reply{Text: "four"})
+			text, done, incomplete := sseText(t, restEvents(t, s.g, "resumed", ""))
+			require.Equal(t, tc.complete, done)
+			require.Equal(t, !tc.complete, incomplete)
+			if !tc.complete {
+				require.Equal(t, "one two three ", text)
+				require.Zero(t, s.backup.Count(), "max_resumes spent")
+				return
+			}
+			require.Equal(t, resumeFull, text)
+			msgs := s.backup.Requests()[0].JSON()["messages"].([]any)
+			require.Equal(t, map[string]any{"role": "assistant", "content": "one two three "}, msgs[len(msgs)-1],
+				"the second continuation carries everything sent so far")
+		})
+	}
+}
