@@ -155,3 +155,28 @@ func TestCompleteAndAbandonedStreamsDoNotOpenTheBreaker(t *testing.T) {
 	require.Equal(t, resilience.Closed, r.Breakers()[0].State)
 	require.Equal(t, 0, r.Breakers()[0].ConsecutiveFailures)
 }
+
+// TestAbandonedStreamCountsAsNothing: a stream the client leaves neither adds a
+// failure nor, as a success would, wipes the failures before it: two broken
+// streams, one abandoned, one more broken, and failure_threshold (3) is reached.
+func TestAbandonedStreamCountsAsNothing(t *testing.T) {
+	t.Parallel()
+	cut := &providers.StreamError{Provider: "a", Kind: providers.StreamClosedEarly, Reason: "cut"}
+	r, _, _ := streamRouter(t, cut)
+	open := func() providers.Stream {
+		s, route, err := r.Stream(context.Background(), &pb.ChatCompletionRequest{Model: "chat"}, Call{})
+		require.NoError(t, err)
+		require.Equal(t, "a/m", route.String())
+		return s
+	}
+	for range 2 {
+		require.ErrorIs(t, drain(t, open(), false), providers.ErrStreamIncomplete)
+	}
+	s := open()
+	_, err := s.Recv()
+	require.NoError(t, err)
+	require.NoError(t, s.Close(), "abandoned after the first event")
+	require.Equal(t, 2, r.Breakers()[0].ConsecutiveFailures, "the abandoned stream changed nothing")
+	require.ErrorIs(t, drain(t, open(), false), providers.ErrStreamIncomplete)
+	require.Equal(t, resilience.Open, r.Breakers()[0].State)
+}
