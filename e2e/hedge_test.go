@@ -10,8 +10,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
+	adminpb "github.com/switchyard/switchyard/gen/switchyard/admin/v1"
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/internal/fakeupstream"
 )
@@ -141,4 +144,35 @@ func readCompletionText(t *testing.T, resp *http.Response) string {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&c))
 	require.NotEmpty(t, c.Choices)
 	return c.Choices[0].Message.Content
+}
+
+// TestHedgeAdminAPI: hedge_after set through the admin API is shown back as
+// written, hedges, and is checked.
+func TestHedgeAdminAPI(t *testing.T) {
+	t.Parallel()
+	g, backup := hedgeChain(t)
+	admin := adminpb.NewAdminServiceClient(g.conn)
+	ctx := context.Background()
+	vm := &adminpb.VirtualModel{Source: "hedged-api", HedgeAfter: "150ms", Targets: []*adminpb.VirtualModelTarget{
+		{Model: "up/gpt-4o"}, {Model: "backup/gpt-4o-mini"}}}
+	_, err := admin.UpsertVirtualModel(ctx, &adminpb.UpsertVirtualModelRequest{VirtualModel: vm})
+	require.NoError(t, err)
+	got, err := admin.GetVirtualModel(ctx, &adminpb.GetVirtualModelRequest{Source: "hedged-api"})
+	require.NoError(t, err)
+	require.Equal(t, "150ms", got.GetVirtualModel().GetHedgeAfter())
+
+	g.up.SetDefault(fakeupstream.Reply{StallAfter: 1, Stall: time.Minute})
+	resp := restStream(t, g, "hedged-api", "")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "backup/gpt-4o-mini", resp.Header.Get("X-Switchyard-Target"))
+	text, done, _ := sseText(t, sseEvents(t, resp))
+	require.True(t, done)
+	require.Equal(t, "Hello from the backup!", text)
+	require.Equal(t, 1, backup.Count())
+
+	for _, bad := range []string{"soon", "-1s"} {
+		vm.HedgeAfter = bad
+		_, err = admin.UpsertVirtualModel(ctx, &adminpb.UpsertVirtualModelRequest{VirtualModel: vm})
+		require.Equal(t, codes.InvalidArgument, status.Code(err), bad)
+	}
 }

@@ -209,6 +209,7 @@ func virtualModelOf(vm router.VirtualModel) *adminpb.VirtualModel {
 		}
 	}
 	out.StreamResume = streamResumeValue(spec.StreamResume)
+	out.HedgeAfter = hedgeAfterText(spec.HedgeAfter)
 	return out
 }
 
@@ -235,6 +236,9 @@ func specOf(in *adminpb.VirtualModel) (config.VirtualModel, error) {
 	}
 	spec.Failover = f
 	if spec.StreamResume, err = streamResumeOf(in.GetStreamResume()); err != nil {
+		return spec, err
+	}
+	if spec.HedgeAfter, err = hedgeAfterOf(in.GetHedgeAfter()); err != nil {
 		return spec, err
 	}
 	return spec, nil // targets and strategy are checked by the router, against the live providers

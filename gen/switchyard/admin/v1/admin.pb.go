@@ -590,7 +590,11 @@ type VirtualModel struct {
 	// Continue a text stream that breaks after its first byte on the next target:
 	// true/false, or a block {enabled, max_resumes} (max_resumes defaults to 1).
 	// Unset: off.
-	StreamResume  *structpb.Value `protobuf:"bytes,6,opt,name=stream_resume,proto3" json:"stream_resume,omitempty"`
+	StreamResume *structpb.Value `protobuf:"bytes,6,opt,name=stream_resume,proto3" json:"stream_resume,omitempty"`
+	// Start the next target too when the first has produced no content within this
+	// long (a Go duration such as "3s"; a non-stream call: no answer); the first to
+	// produce content wins. Capped at one hedge per ten requests. Unset or "0s": off.
+	HedgeAfter    string `protobuf:"bytes,7,opt,name=hedge_after,proto3" json:"hedge_after,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -665,6 +669,13 @@ func (x *VirtualModel) GetStreamResume() *structpb.Value {
 		return x.StreamResume
 	}
 	return nil
+}
+
+func (x *VirtualModel) GetHedgeAfter() string {
+	if x != nil {
+		return x.HedgeAfter
+	}
+	return ""
 }
 
 // ListVirtualModelsRequest takes no parameters.
@@ -1271,14 +1282,15 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\abreaker\x18\x01 \x01(\v2\x1c.switchyard.admin.v1.BreakerR\abreaker\"B\n" +
 	"\x12VirtualModelTarget\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x16\n" +
-	"\x06weight\x18\x02 \x01(\x05R\x06weight\"\x9f\x02\n" +
+	"\x06weight\x18\x02 \x01(\x05R\x06weight\"\xc1\x02\n" +
 	"\fVirtualModel\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12\x1a\n" +
 	"\bstrategy\x18\x02 \x01(\tR\bstrategy\x12A\n" +
 	"\atargets\x18\x03 \x03(\v2'.switchyard.admin.v1.VirtualModelTargetR\atargets\x122\n" +
 	"\bfailover\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\bfailover\x12&\n" +
 	"\x0econfig_managed\x18\x05 \x01(\bR\x0econfig_managed\x12<\n" +
-	"\rstream_resume\x18\x06 \x01(\v2\x16.google.protobuf.ValueR\rstream_resume\"\x1a\n" +
+	"\rstream_resume\x18\x06 \x01(\v2\x16.google.protobuf.ValueR\rstream_resume\x12 \n" +
+	"\vhedge_after\x18\a \x01(\tR\vhedge_after\"\x1a\n" +
 	"\x18ListVirtualModelsRequest\"f\n" +
 	"\x19ListVirtualModelsResponse\x12I\n" +
 	"\x0evirtual_models\x18\x01 \x03(\v2!.switchyard.admin.v1.VirtualModelR\x0evirtual_models\"0\n" +

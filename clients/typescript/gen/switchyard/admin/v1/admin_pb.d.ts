@@ -319,6 +319,15 @@ export declare type VirtualModel = Message<"switchyard.admin.v1.VirtualModel"> &
    * @generated from field: google.protobuf.Value stream_resume = 6 [json_name = "stream_resume"];
    */
   streamResume?: Value | undefined;
+
+  /**
+   * Start the next target too when the first has produced no content within this
+   * long (a Go duration such as "3s"; a non-stream call: no answer); the first to
+   * produce content wins. Capped at one hedge per ten requests. Unset or "0s": off.
+   *
+   * @generated from field: string hedge_after = 7 [json_name = "hedge_after"];
+   */
+  hedgeAfter: string;
 };
 
 /**
