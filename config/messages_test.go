@@ -172,6 +172,8 @@ func TestMissingAPIKeyWarning(t *testing.T) {
 func TestOutOfRangeValuesRejected(t *testing.T) {
 	t.Parallel()
 	runMessageCases(t, []messageCase{
+		{name: "a bad base_url shows no password", yaml: "providers:\n  a:\n    type: openai\n    api_key: k\n    base_url: ftp://user:hunter2-secret@host/v1\n",
+			want: `providers.a.base_url (line 5): "ftp://host/v1" is not an http(s) URL`},
 		{name: "negative drain_timeout", yaml: "server:\n  drain_timeout: -1s\n",
 			want: `server.drain_timeout (line 2): must not be negative; got -1s`},
 		{name: "negative recheck_interval", yaml: "server:\n  recheck_interval: -5s\n",

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,7 +43,7 @@ func (c *Config) problems() []*Error {
 		}
 		if p.BaseURL != "" {
 			if u, err := url.Parse(p.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				add(path+".base_url", "%q is not an http(s) URL", p.BaseURL)
+				add(path+".base_url", "%q is not an http(s) URL", withoutUserinfo(p.BaseURL))
 			}
 		}
 		for i, m := range p.Models {
@@ -300,3 +301,10 @@ func validateVirtualModels(c *Config, add addFunc) {
 		}
 	}
 }
+
+// userinfo is a URL's "user:password@" part, found without parsing the URL (one
+// that does not parse is exactly the one being reported).
+var userinfo = regexp.MustCompile(`//[^/@]*@`)
+
+// withoutUserinfo is rawURL with any userinfo removed, for messages and logs.
+func withoutUserinfo(rawURL string) string { return userinfo.ReplaceAllString(rawURL, "//") }

@@ -188,10 +188,10 @@ func TestHostileUpstreamFailsOver(t *testing.T) {
 		{"4M-deep 200", "", fakeupstream.Reply{Body: hostileCompletion(4_000_000)}, false, 1},
 		{"4M-deep first stream event", "", fakeupstream.Reply{Events: []string{hostileChunk(4_000_000)}}, true, 1},
 		{"stream headers then nothing", "    resilience:\n      first_token_timeout: 300ms\n", fakeupstream.Reply{HeadersOnly: true}, true, 1},
-		// A refused key is not retried, and counts for the breaker as the upstream's
-		// 401 (not in the default failure_on_statuses).
-		{"upstream 401", "", fakeupstream.Reply{Status: 401}, false, 0},
-		{"upstream 403 on a stream", "", fakeupstream.Reply{Status: 403}, true, 0},
+		// A refused key is not retried, but it is a breaker failure (the target is out
+		// of service until an operator fixes the key), whatever failure_on_statuses says.
+		{"upstream 401", "", fakeupstream.Reply{Status: 401}, false, 1},
+		{"upstream 403 on a stream", "", fakeupstream.Reply{Status: 403}, true, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -261,7 +261,9 @@ func TestStreamFirstTokenTimeoutWithoutBackup(t *testing.T) {
 
 func TestUpstreamAuthFailureIsNotTheClients(t *testing.T) {
 	t.Parallel()
-	g := start(t, "")
+	// Each refusal is a breaker failure: a high threshold keeps up's breaker closed
+	// for the eight calls (TestHostileUpstreamFailsOver counts the failures).
+	g := start(t, "", withProviderYAML("    resilience:\n      circuit_breaker:\n        failure_threshold: 100\n"))
 	body := `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`
 	for _, st := range []int{http.StatusUnauthorized, http.StatusForbidden} {
 		t.Run(fmt.Sprint(st), func(t *testing.T) {

@@ -81,6 +81,10 @@ func (e *Error) FirstTokenTimeout() bool { return e.Timeout && e.FirstToken }
 // RetryDelay is the wait the upstream asked for.
 func (e *Error) RetryDelay() time.Duration { return e.RetryAfter }
 
+// OutOfService reports an upstream that refused Switchyard's own credentials: a
+// breaker failure of that target (resilience.OutOfServiceOutcome).
+func (e *Error) OutOfService() bool { return e.Kind == KindUpstreamAuth }
+
 // Kinds of failures hidden behind a success.
 const (
 	KindHiddenError = "hidden_error"

@@ -192,6 +192,9 @@ func (b *Breaker) verdict(k kind, o Outcome, elapsed time.Duration) verdict {
 		if b.settings.FailureOnStatuses.Has(o.UpstreamStatus()) {
 			return verdictFailure
 		}
+		if oos, ok := o.(OutOfServiceOutcome); ok && oos.OutOfService() {
+			return verdictFailure
+		}
 	}
 	if t := b.settings.SlowCallThreshold; t > 0 && elapsed > t {
 		return verdictFailure

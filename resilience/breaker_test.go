@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -270,4 +271,34 @@ func TestAdminResetAndTrip(t *testing.T) {
 	require.Equal(t, c.Now().Add(time.Minute), s.NextProbe)
 	b.Reset()
 	require.NoError(t, ok(g, "m"))
+}
+
+// outOfService is an upstream answer whose status the breaker would not count, but
+// that says the target cannot serve anyone (its credentials were refused).
+type outOfService struct{ status int }
+
+func (o outOfService) Error() string             { return "credentials refused" }
+func (o outOfService) UpstreamStatus() int       { return o.status }
+func (o outOfService) TransportFailure() bool    { return false }
+func (o outOfService) LocalTimeout() bool        { return false }
+func (o outOfService) RetryDelay() time.Duration { return 0 }
+func (o outOfService) OutOfService() bool        { return true }
+
+// An out-of-service answer is a breaker failure even with a status outside
+// failure_on_statuses, and it does not wipe the failures before it.
+func TestOutOfServiceIsABreakerFailure(t *testing.T) {
+	for _, status := range []int{401, 403} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			clock := newFakeClock()
+			s := DefaultBreaker()
+			s.FailureThreshold = 3
+			b := NewBreaker(s, clock)
+			for range 3 {
+				p, _, ok := b.allow()
+				require.True(t, ok)
+				b.done(p, kindStatus, outOfService{status}, 0)
+			}
+			require.Equal(t, Open, b.Snapshot().State)
+		})
+	}
 }

@@ -30,6 +30,15 @@ type FirstTokenOutcome interface {
 	FirstTokenTimeout() bool
 }
 
+// OutOfServiceOutcome is implemented by outcomes that can say the target cannot
+// serve anyone until an operator acts (the upstream refused Switchyard's own
+// credentials). Such an answer is not retried (its status says so), but it is a
+// breaker failure whatever failure_on_statuses says, so that a target with a
+// revoked key is opened and routed around instead of being asked on every request.
+type OutOfServiceOutcome interface {
+	OutOfService() bool
+}
+
 // kind is how an error is classified.
 type kind int
 
