@@ -191,7 +191,7 @@ func (s *resumeStream) resume(cause error) bool {
 			continue
 		}
 		_ = s.cur.Close()
-		s.cur, s.route, s.splice = finished(st, finish), route, from
+		s.cur, s.route, s.splice = s.r.finished(st, route, finish), route, from
 		s.prior, s.usage = s.usage, nil
 		s.left--
 		if s.call.Trace != nil {

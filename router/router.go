@@ -264,7 +264,7 @@ func (r *Router) Stream(ctx context.Context, body *pb.ChatCompletionRequest, cal
 		if err != nil {
 			return nil, err
 		}
-		return finished(s, finish), nil
+		return r.finished(s, route, finish), nil
 	}, func(s providers.Stream) { s.Close() })
 	if c := r.virtual.Load().table[body.GetModel()]; err == nil && c != nil && c.vm.MaxResumes > 0 && resumeOK(body) {
 		s = r.resumable(ctx, body, call, s, route, c.remaining(tried), c.vm.MaxResumes)

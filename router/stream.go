@@ -23,6 +23,18 @@ func finished(s providers.Stream, finish resilience.Finish) providers.Stream {
 	return f
 }
 
+// finished is finished with the stream's end also in route's request health (the
+// admin API's window): a stream that breaks after its first event, recorded a
+// success when that event arrived, adds a failure when it breaks.
+func (r *Router) finished(s providers.Stream, route Route, finish resilience.Finish) providers.Stream {
+	return finished(s, func(err error) {
+		if err != nil {
+			r.record(route, err) // record ignores cancellation: a client leaving is nothing
+		}
+		finish(err)
+	})
+}
+
 type finishStream struct {
 	s      providers.Stream
 	pender providers.Pender

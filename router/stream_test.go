@@ -180,3 +180,29 @@ func TestAbandonedStreamCountsAsNothing(t *testing.T) {
 	require.ErrorIs(t, drain(t, open(), false), providers.ErrStreamIncomplete)
 	require.Equal(t, resilience.Open, r.Breakers()[0].State)
 }
+
+// TestBrokenStreamsReachRequestHealth: the admin API's request health sees a stream
+// that broke after its first event as a failure, and one the client left as nothing.
+func TestBrokenStreamsReachRequestHealth(t *testing.T) {
+	t.Parallel()
+	cut := &providers.StreamError{Provider: "a", Kind: providers.StreamClosedEarly, Reason: "cut"}
+	r, _, _ := streamRouter(t, cut)
+	report := func() ProviderReport {
+		for _, rep := range r.Report() {
+			if rep.Name == "a" {
+				return rep
+			}
+		}
+		t.Fatal("no provider a")
+		return ProviderReport{}
+	}
+	s, _, err := r.Stream(context.Background(), &pb.ChatCompletionRequest{Model: "chat"}, Call{})
+	require.NoError(t, err)
+	require.ErrorIs(t, drain(t, s, false), providers.ErrStreamIncomplete)
+	require.Equal(t, 1, report().RecentFailures, "the break is a failure")
+
+	s, _, err = r.Stream(context.Background(), &pb.ChatCompletionRequest{Model: "chat"}, Call{})
+	require.NoError(t, err)
+	require.NoError(t, s.Close(), "abandoned")
+	require.Equal(t, 1, report().RecentFailures, "a client leaving is no failure")
+}
