@@ -122,8 +122,10 @@ func FuzzInspectChunk(f *testing.F) {
 		want := openaijson.ChunkInfo{Usage: c.Usage != nil, PromptTokens: int(c.GetUsage().GetPromptTokens()),
 			CompletionTokens: int(c.GetUsage().GetCompletionTokens())}
 		want.UsageOnly = want.Usage && len(c.GetChoices()) == 0
+		want.Choices = len(c.GetChoices())
 		for _, ch := range c.GetChoices() {
 			want.Finished = want.Finished || ch.GetFinishReason() != ""
+			want.NonZeroIndex = want.NonZeroIndex || ch.GetIndex() != 0
 		}
 		if e, ok := c.GetExtra().GetFields()["error"]; ok {
 			_, null := e.GetKind().(*structpb.Value_NullValue)

@@ -12,6 +12,11 @@ type ChunkInfo struct {
 	Error bool
 	// Finished is set when a choice carries a non-empty finish_reason.
 	Finished bool
+	// Choices is how many choices the chunk has; NonZeroIndex is set when one of
+	// them has an index other than 0. A relay that tracks which choices finished
+	// needs the indexes of any chunk but one with a lone choice 0.
+	Choices      int
+	NonZeroIndex bool
 	// Usage is set when the chunk carries a usage object; UsageOnly when it also has
 	// no choices (OpenAI's final usage chunk).
 	Usage, UsageOnly bool
@@ -76,12 +81,13 @@ func inspect(data []byte) (ChunkInfo, error) {
 			info.Usage, info.PromptTokens, info.CompletionTokens = s.peek() == '{', 0, 0
 			return s.checkObject(func(k []byte) error { return s.inspectUsage(k, &info) })
 		case "choices":
-			choices, nChoices, indexes, info.Finished = s.peek() == '[', 0, true, false
+			choices, nChoices, indexes, info.Finished, info.NonZeroIndex = s.peek() == '[', 0, true, false, false
 			return s.checkList(func() error {
 				nChoices++
-				hasIndex, finished, err := s.inspectChoice()
+				hasIndex, index, finished, err := s.inspectChoice()
 				indexes = indexes && hasIndex
 				info.Finished = info.Finished || finished
+				info.NonZeroIndex = info.NonZeroIndex || index != 0
 				return err
 			})
 		case "error":
@@ -93,6 +99,7 @@ func inspect(data []byte) (ChunkInfo, error) {
 		err = errSyntax
 	}
 	info.UsageOnly = info.Usage && nChoices == 0
+	info.Choices = nChoices
 	info.Complete = id && object && created && model && choices && indexes
 	return info, err
 }
@@ -118,14 +125,15 @@ func (s *scanner) inspectUsage(k []byte, info *ChunkInfo) error {
 	return err
 }
 
-// inspectChoice checks a choice, noting whether it has its index and whether its
-// finish_reason ends the stream.
-func (s *scanner) inspectChoice() (hasIndex, finished bool, err error) {
+// inspectChoice checks a choice, noting whether it has its index, the index (0
+// when absent or null, as decoded), and whether its finish_reason ends the stream.
+func (s *scanner) inspectChoice() (hasIndex bool, index int64, finished bool, err error) {
 	err = s.object(func(k []byte) error {
 		switch string(k) {
 		case "index":
 			hasIndex = s.peek() != 'n'
-			_, err := s.checkInt(protoreflect.Int32Kind)
+			var err error
+			index, err = s.checkInt(protoreflect.Int32Kind)
 			return err
 		case "delta":
 			return s.checkObject(s.checkDelta)
@@ -143,7 +151,7 @@ func (s *scanner) inspectChoice() (hasIndex, finished bool, err error) {
 		}
 		return s.checkValue()
 	})
-	return hasIndex, finished, err
+	return hasIndex, index, finished, err
 }
 
 func (s *scanner) checkDelta(k []byte) error {

@@ -88,12 +88,17 @@ func TestInspectChunk(t *testing.T) {
 		chunk string
 		want  openaijson.ChunkInfo
 	}{
-		{head + `"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`, openaijson.ChunkInfo{Complete: true}},
-		{head + `"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, openaijson.ChunkInfo{Complete: true, Finished: true}},
+		{head + `"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
+		{head + `"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, openaijson.ChunkInfo{Complete: true, Finished: true, Choices: 1}},
+		{head + `"choices":[{"index":1,"delta":{},"finish_reason":"stop"}]}`,
+			openaijson.ChunkInfo{Complete: true, Finished: true, Choices: 1, NonZeroIndex: true}},
+		{head + `"choices":[{"index":0,"delta":{}},{"index":1,"delta":{}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 2, NonZeroIndex: true}},
+		{head + `"choices":[{"index":1,"delta":{}}],"choices":[{"index":0,"delta":{}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
+		{head + `"choices":[{"index":1,"index":0,"delta":{}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
 		{head + `"choices":[],"usage":{"prompt_tokens":17,"completion_tokens":4,"total_tokens":21}}`,
 			openaijson.ChunkInfo{Complete: true, Usage: true, UsageOnly: true, PromptTokens: 17, CompletionTokens: 4}},
-		{head + `"choices":[{"delta":{}}]}`, openaijson.ChunkInfo{}},
-		{`{"choices":[{"index":0,"delta":{}}]}`, openaijson.ChunkInfo{}},
+		{head + `"choices":[{"delta":{}}]}`, openaijson.ChunkInfo{Choices: 1}},
+		{`{"choices":[{"index":0,"delta":{}}]}`, openaijson.ChunkInfo{Choices: 1}},
 		{`{"error":{"message":"x"}}`, openaijson.ChunkInfo{Error: true}},
 	}
 	for _, c := range cases {

@@ -278,14 +278,15 @@ func (s *stream) decode(data []byte) (*pb.ChatCompletionChunk, error) {
 // choice has its finish_reason: each of the n asked for, and any other index the
 // upstream sent.
 func (s *stream) track(chunk *pb.ChatCompletionChunk) {
-	if s.choices == 1 && s.ended == nil && len(chunk.Choices) <= 1 {
-		for _, ch := range chunk.Choices { // the common case: one choice
+	nonZero := len(chunk.Choices) == 1 && chunk.Choices[0].Index != 0
+	if s.choices == 1 && s.ended == nil && loneChoiceZero(len(chunk.Choices), nonZero) {
+		for _, ch := range chunk.Choices { // the common case: choice 0 alone
 			s.finished = s.finished || ch.GetFinishReason() != ""
 		}
 		return
 	}
 	if s.ended == nil {
-		s.ended = map[int32]bool{0: s.finished}
+		s.ended = map[int32]bool{0: s.finished} // s.finished so far: choice 0's alone
 	}
 	for _, ch := range chunk.Choices {
 		s.ended[ch.Index] = s.ended[ch.Index] || ch.GetFinishReason() != ""
@@ -298,6 +299,12 @@ func (s *stream) track(chunk *pb.ChatCompletionChunk) {
 		s.finished = s.finished && s.ended[i]
 	}
 }
+
+// loneChoiceZero reports whether a chunk with n choices, nonZero when one has an
+// index other than 0, has at most choice 0: the only chunk whose finish_reason
+// alone says whether a stream of one choice is complete. Recv (track) and NextRaw
+// both ask it, so the two give one verdict.
+func loneChoiceZero(n int, nonZero bool) bool { return n <= 1 && !nonZero }
 
 func (s *stream) incomplete(kind, reason string) error {
 	s.done = true
@@ -357,8 +364,9 @@ func (s *stream) NextRaw() (providers.RawChunk, error) {
 		if c.Decoded, err = s.decode(data); err != nil {
 			return providers.RawChunk{}, s.malformed(err)
 		}
-	case s.choices > 1 || s.ended != nil:
-		// Several choices: which ones finished needs the chunk's indexes.
+	case s.choices > 1 || s.ended != nil || !loneChoiceZero(c.Info.Choices, c.Info.NonZeroIndex):
+		// Several choices (asked for or sent): which ones finished needs the
+		// chunk's indexes, as track reads them for Recv.
 		if _, err = s.decode(data); err != nil {
 			return providers.RawChunk{}, s.malformed(err)
 		}
