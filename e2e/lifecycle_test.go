@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/switchyard/switchyard/internal/testutil"
 	"io"
 	"net"
 	"net/http"
@@ -94,15 +95,6 @@ func heldGRPC(g *gateway) <-chan error {
 	return out
 }
 
-func dialRefused(addr string) bool {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return true
-	}
-	conn.Close()
-	return false
-}
-
 // TestShutdownStopsBothPortsAtOnce: right after SIGTERM's Shutdown starts, with a
 // REST and a gRPC call still in flight, both ports refuse new connections; the
 // calls in flight then finish normally.
@@ -116,7 +108,7 @@ func TestShutdownStopsBothPortsAtOnce(t *testing.T) {
 
 	shutdown := make(chan error, 1)
 	go func() { shutdown <- g.app.Shutdown(context.Background()) }()
-	require.Eventually(t, func() bool { return dialRefused(g.app.HTTPAddr()) && dialRefused(g.app.GRPCAddr()) },
+	require.Eventually(t, func() bool { return testutil.Refused(g.app.HTTPAddr()) && testutil.Refused(g.app.GRPCAddr()) },
 		5*time.Second, 10*time.Millisecond, "both ports refuse while calls are in flight")
 	require.Empty(t, rest, "the REST call is still in flight")
 	require.Empty(t, grpcCall, "the gRPC call is still in flight")

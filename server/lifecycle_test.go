@@ -4,8 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/switchyard/switchyard/internal/testutil"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -66,15 +66,6 @@ func grpcChat(chat pb.ChatServiceClient) <-chan error {
 	return out
 }
 
-func refused(addr string) bool {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return true
-	}
-	conn.Close()
-	return false
-}
-
 // TestShutdownStopsBothListenersAtOnce: as soon as Shutdown starts, while a REST
 // and a gRPC call are still in flight, both ports refuse new connections and a
 // connected gRPC client can start no new call; the calls in flight then finish.
@@ -92,7 +83,7 @@ func TestShutdownStopsBothListenersAtOnce(t *testing.T) {
 
 	stopped := make(chan struct{})
 	go func() { r.stop(); close(stopped) }()
-	require.Eventually(t, func() bool { return refused(r.http) && refused(r.grpc) }, 5*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return testutil.Refused(r.http) && testutil.Refused(r.grpc) }, 5*time.Second, 10*time.Millisecond,
 		"both listeners stop accepting while calls are in flight")
 	require.Eventually(t, func() bool {
 		_, err := idle.ListModels(masterCtx(), &pb.ListModelsRequest{})
