@@ -61,6 +61,7 @@ func TestHostileRESTInput(t *testing.T) {
 		{"deep objects in an unknown member", `{"model":"up/gpt-4o","messages":[],"x":` +
 			strings.Repeat(`{"a":`, 200_000) + `1` + strings.Repeat("}", 200_000) + `}`, key, 400, "nest"},
 		{"deep stream request", strings.Replace(deepBody(100_000), `{"model"`, `{"stream":true,"model"`, 1), key, 400, "nest"},
+		{"8 MB of tiny values", `{"model":"up/gpt-4o","messages":[],"x":[` + strings.Repeat("0,", 3_999_000) + `0]}`, key, 400, "more JSON values than"},
 		{"huge number for an int", chatBody + `,"max_tokens":99999999999999999999999}`, key, 400, "max_tokens"},
 		{"number beyond float64", chatBody + `,"temperature":1e999}`, key, 400, "temperature"},
 		{"invalid UTF-8 in a member name", "{\"model\":\"up/gpt-4o\",\"\xff\xfe\":1,\"messages\":[{\"role\":\"user\",\"content\":\"\xc3(\"}]}", key, 200, ""},

@@ -18,6 +18,7 @@
 package openaijson
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -64,10 +65,15 @@ func (d *decoder) pushIndex(i int)       { d.path = append(d.path, pathElem{inde
 func (d *decoder) pop()                  { d.path = d.path[:len(d.path)-1] }
 func (d *decoder) fail(msg string) error { return &Error{Param: d.param(), Msg: msg} }
 
-// valueError names the member whose number is out of range; other errors pass.
+// valueError names the member whose number is out of range, and says where the
+// values budget ran out; other errors pass.
 func (d *decoder) valueError(err error) error {
-	if err == errRange {
+	switch err {
+	case errRange:
 		return d.fail("number out of range")
+	case errTooManyValues:
+		return &Error{Msg: fmt.Sprintf("%v (at byte %d, in '%s')", ErrTooManyValues, d.s.pos, d.param()),
+			Err: ErrTooManyValues, Offset: d.s.pos}
 	}
 	return err
 }

@@ -13,6 +13,9 @@ var (
 	ErrSyntax = errors.New("invalid JSON")
 	// ErrTooDeep: arrays and objects nest deeper than MaxDepth.
 	ErrTooDeep = fmt.Errorf("JSON nested deeper than %d levels", MaxDepth)
+	// ErrTooManyValues: more JSON values in members kept as google.protobuf.Value
+	// (content, unknown members, tool schemas) than the values budget allows.
+	ErrTooManyValues = fmt.Errorf("more JSON values than %d plus one per %d bytes of input", ValuesFloor, BytesPerValue)
 	// ErrNotObject: valid JSON, but not the object a message needs.
 	ErrNotObject = errors.New("expected a JSON object")
 )
@@ -27,8 +30,8 @@ type Error struct {
 	Param string
 	// Msg says what is wrong.
 	Msg string
-	// Err is ErrSyntax, ErrTooDeep or ErrNotObject for the whole input; nil for a
-	// member's error.
+	// Err is ErrSyntax, ErrTooDeep, ErrTooManyValues or ErrNotObject for the whole
+	// input; nil for a member's error.
 	Err error
 	// Offset is the byte offset of a syntax or depth error.
 	Offset int

@@ -21,14 +21,38 @@ const MaxDepth = 128
 var (
 	errSyntax  = errors.New("invalid JSON")
 	errTooDeep = errors.New("JSON nested too deeply")
-	errRange   = errors.New("number out of range")
+	// errTooManyValues is past the values budget (see newValue).
+	errTooManyValues = errors.New("too many JSON values")
+	errRange         = errors.New("number out of range")
 )
 
 // scanner is a single-pass JSON reader over a byte slice.
 type scanner struct {
-	data  []byte
-	pos   int
-	depth int // arrays and objects open at pos
+	data   []byte
+	pos    int
+	depth  int // arrays and objects open at pos
+	values int // google.protobuf.Values built so far
+}
+
+// The values budget bounds the memory one decode builds: a Value costs some 60-110
+// bytes however short its JSON (`0,` is two), so a body of 8 MB of tiny values
+// would otherwise become some 400 MB of Values. One decode builds at most
+// ValuesFloor + len(input)/BytesPerValue of them (an 8 MB input: ~570 k, under 10x
+// its size in allocations); past that it is ErrTooManyValues. Ordinary requests are
+// far below it: a megabyte of dense tool schemas fits the floor alone, and text,
+// images and logit_bias average well over 16 bytes a value.
+const (
+	ValuesFloor   = 1 << 16
+	BytesPerValue = 16
+)
+
+// newValue counts one Value built, against the budget.
+func (s *scanner) newValue() error {
+	s.values++
+	if s.values > ValuesFloor+len(s.data)/BytesPerValue {
+		return errTooManyValues
+	}
+	return nil
 }
 
 // open enters an array or object (its bracket just read).

@@ -9,6 +9,9 @@ import (
 // value reads any JSON value as a google.protobuf.Value. A number past float64's
 // range is errRange (as encoding/json refuses it for an any).
 func (s *scanner) value() (*structpb.Value, error) {
+	if err := s.newValue(); err != nil {
+		return nil, err
+	}
 	switch s.peek() {
 	case '{':
 		st, err := s.structValue()
