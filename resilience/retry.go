@@ -19,9 +19,10 @@ var ErrRetriesExhausted = errors.New("retries exhausted")
 // not one: nothing was spent, so the client may retry, after the upstream's
 // Retry-After.
 type SequenceError struct {
-	// Attempts is how many upstream attempts were made.
+	// Attempts is how many tries were made: upstream attempts for one target's retry
+	// sequence, targets tried for a failover chain (the router's walk).
 	Attempts int
-	// Err is the last attempt's error.
+	// Err is the last try's error.
 	Err error
 }
 
