@@ -153,7 +153,7 @@ func TestHedgeBackupWinsAndThePrimaryIsCancelled(t *testing.T) {
 			require.Equal(t, 1, bc)
 			require.NoError(t, b.answered.Err(), "the winner's call lives on (a stream reads from it)")
 			require.True(t, trace.Hedged)
-			require.Equal(t, 2, trace.Attempts)
+			require.Equal(t, int64(2), trace.Attempts)
 			require.Equal(t, map[string]int{"chat " + HedgeBackupWon: 1}, rec.outcomes)
 			for _, e := range r.Breakers() {
 				require.Zero(t, e.ConsecutiveFailures, "a cancelled loser is no failure of %s", e.Provider)

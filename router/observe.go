@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/switchyard/switchyard/providers"
 	"github.com/switchyard/switchyard/resilience"
@@ -32,7 +33,7 @@ func (r *Router) SetObserver(o Observer) { r.obs = o }
 // Trace collects what happened to one request, for its log line.
 type Trace struct {
 	// Attempts counts upstream attempts, retries and failovers included.
-	Attempts int
+	Attempts int64 // added atomically: a hedge's two sides count at once
 	// Failovers counts moves to a backup target.
 	Failovers int
 	// Hedged is set when a second target was started beside a slow first one (hedge_after).
@@ -47,9 +48,7 @@ type Trace struct {
 // costs one line per request, not one per attempt.
 func (r *Router) attemptDone(route Route, attempt int, err error, call Call) {
 	if call.Trace != nil {
-		r.traceMu.Lock() // a hedge's two sides count their attempts at once
-		call.Trace.Attempts++
-		r.traceMu.Unlock()
+		atomic.AddInt64(&call.Trace.Attempts, 1) // a hedge's two sides count at once
 	}
 	if err == nil {
 		return

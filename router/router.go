@@ -41,7 +41,6 @@ type Router struct {
 	obs     Observer
 	tracer  trace.Tracer
 	clock   resilience.Clock // hedge timers; nil is the real clock
-	traceMu sync.Mutex       // guards Trace counts, which a hedge's two sides update at once
 }
 
 type virtualState struct {

@@ -90,7 +90,7 @@ func (r *report) finish(ctx context.Context, log *slog.Logger, m *metrics.Metric
 		slog.Float64("latency_ms", Millis(latency))}
 	if r.model != "" {
 		attrs = append(attrs, slog.String("model", r.model), slog.Bool("stream", r.stream),
-			slog.Int("attempts", r.trace.Attempts), slog.Int("failovers", r.trace.Failovers),
+			slog.Int64("attempts", r.trace.Attempts), slog.Int("failovers", r.trace.Failovers),
 			slog.Bool("hedged", r.trace.Hedged), slog.Int("prompt_tokens", r.tokensIn), slog.Int("completion_tokens", r.tokensOut))
 	}
 	if r.target.Provider != "" {
@@ -117,7 +117,7 @@ func (r *report) annotate(span trace.Span, err error) {
 	span.SetAttributes(attribute.String("switchyard.surface", r.surface), attribute.String("switchyard.request_id", r.id))
 	if r.model != "" {
 		span.SetAttributes(attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.request.model", r.model),
-			attribute.Bool("switchyard.stream", r.stream), attribute.Int("switchyard.attempts", r.trace.Attempts),
+			attribute.Bool("switchyard.stream", r.stream), attribute.Int64("switchyard.attempts", r.trace.Attempts),
 			attribute.Int("switchyard.failovers", r.trace.Failovers),
 			attribute.Int("gen_ai.usage.input_tokens", r.tokensIn), attribute.Int("gen_ai.usage.output_tokens", r.tokensOut))
 	}
