@@ -10,10 +10,10 @@ import (
 	"github.com/switchyard/switchyard/openaijson"
 )
 
-// Request is one upstream call.
-type Request struct {
-	// Body is the client's request. Providers must not modify it: failover reuses it.
-	Body *pb.ChatCompletionRequest
+// Attempt is what every upstream call carries, whatever its endpoint kind: the
+// router builds one per target it tries, and the endpoint's own body travels
+// beside it (Request for chat; each other kind's method takes its own).
+type Attempt struct {
 	// Model is the provider-local model name ("gpt-4o", not "openai/gpt-4o").
 	Model string
 	// IdempotencyKey, when valid, is forwarded as the Idempotency-Key header.
@@ -22,6 +22,13 @@ type Request struct {
 	RequestID string
 	// IncludeUsage asks the upstream for a usage chunk even if the client did not.
 	IncludeUsage bool
+}
+
+// Request is one upstream chat call.
+type Request struct {
+	// Body is the client's request. Providers must not modify it: failover reuses it.
+	Body *pb.ChatCompletionRequest
+	Attempt
 }
 
 // Provider is an upstream.
@@ -70,4 +77,33 @@ type RawChunk struct {
 	// Decoded is the chunk decoded and normalised (missing members filled in) when
 	// Bytes cannot be relayed as is (Info.Complete is false); nil otherwise.
 	Decoded *pb.ChatCompletionChunk
+}
+
+// Messenger is implemented by providers that speak Anthropic's Messages API
+// natively. A /v1/messages body reaches them as the client sent it, with only its
+// model rewritten to a.Model, so nothing Anthropic-specific is lost; other
+// providers get the same request translated to chat.
+type Messenger interface {
+	// Messages returns the upstream's answer body (a complete message).
+	Messages(ctx context.Context, a Attempt, body []byte) ([]byte, error)
+	// StreamMessages sends a streaming request and returns once the first event
+	// that carries content has arrived, as Stream does.
+	StreamMessages(ctx context.Context, a Attempt, body []byte) (EventStream, error)
+}
+
+// Event is one Server-Sent Event as the upstream framed it.
+type Event struct {
+	// Type is the event's "event:" field (Anthropic's event type).
+	Type string
+	// Data is the event's data, valid until the next Next.
+	Data []byte
+}
+
+// EventStream is an open upstream stream of wire-native events.
+type EventStream interface {
+	// Next returns the next event. It returns io.EOF after the final event, and an
+	// error wrapping ErrStreamIncomplete when the stream stops before it.
+	Next() (Event, error)
+	// Close releases the upstream connection; safe to call more than once.
+	Close() error
 }

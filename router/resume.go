@@ -165,7 +165,7 @@ func (s *resumeStream) resume(cause error) bool {
 		route := s.next[0]
 		s.next = s.next[1:]
 		t := s.r.targets[route.Provider]
-		req := &providers.Request{Body: cont, Model: route.Model, RequestID: s.call.RequestID, IncludeUsage: s.call.IncludeUsage}
+		req := &providers.Request{Body: cont, Attempt: providers.Attempt{Model: route.Model, RequestID: s.call.RequestID, IncludeUsage: s.call.IncludeUsage}}
 		var st providers.Stream
 		finish, err := t.Guard.Stream(s.ctx, req.Model, func(ctx context.Context, n int) error {
 			ctx, span := s.r.startAttempt(ctx, route, n, true)

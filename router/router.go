@@ -132,7 +132,7 @@ type attempt[T any] func(ctx context.Context, route Route, t Target, req *provid
 // newRequest builds the request for the i-th target of a walk: the client's
 // Idempotency-Key goes to the first only (a failover attempt sends another request).
 func newRequest(body *pb.ChatCompletionRequest, call Call, route Route, i int) *providers.Request {
-	req := &providers.Request{Body: body, Model: route.Model, RequestID: call.RequestID, IncludeUsage: call.IncludeUsage}
+	req := &providers.Request{Body: body, Attempt: providers.Attempt{Model: route.Model, RequestID: call.RequestID, IncludeUsage: call.IncludeUsage}}
 	if i == 0 {
 		req.IdempotencyKey = call.IdempotencyKey
 	}

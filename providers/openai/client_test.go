@@ -27,7 +27,7 @@ func newClient(t *testing.T, up *fakeupstream.Server, idle time.Duration) *opena
 }
 
 func request() *providers.Request {
-	return &providers.Request{Model: "gpt-4o", Body: &pb.ChatCompletionRequest{Model: "up/gpt-4o",
+	return &providers.Request{Attempt: providers.Attempt{Model: "gpt-4o"}, Body: &pb.ChatCompletionRequest{Model: "up/gpt-4o",
 		Messages: []*pb.ChatMessage{{Role: "user", Content: structpb.NewStringValue("hi")}}}}
 }
 

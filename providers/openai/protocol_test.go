@@ -33,7 +33,7 @@ func TestHTTPSUpstreamsGetHTTP11(t *testing.T) {
 	c := New(Config{Name: "up", BaseURL: up.URL, APIKey: "sk"})
 	defer c.Close()
 	c.http.Transport.(*http.Transport).TLSClientConfig = up.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
-	resp, err := c.Chat(context.Background(), &providers.Request{Model: "gpt-4o", Body: &pb.ChatCompletionRequest{Model: "up/gpt-4o"}})
+	resp, err := c.Chat(context.Background(), &providers.Request{Attempt: providers.Attempt{Model: "gpt-4o"}, Body: &pb.ChatCompletionRequest{Model: "up/gpt-4o"}})
 	require.NoError(t, err)
 	require.Equal(t, "hi", resp.GetChoices()[0].GetMessage().GetContent().GetStringValue())
 	require.Equal(t, "HTTP/1.1", proto.Load())
