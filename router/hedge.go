@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/resilience"
 )
 
@@ -90,7 +89,7 @@ type racer[T any] struct {
 // dropped); hedge returns only once both have returned, so nothing of the loser
 // outlives the call. It says which route answered (or failed last) and whether
 // the second target was used, in which case a failure means both failed.
-func hedge[T any](r *Router, ctx context.Context, c *chain, first int, body *pb.ChatCompletionRequest, call Call,
+func hedge[T any](r *Router, ctx context.Context, c *chain, first int, call Call,
 	try attempt[T], drop func(T)) (T, Route, error, bool) {
 	routes := [2]Route{c.at(first, 0), c.at(first, 1)}
 	c.credit.arrive()
@@ -100,9 +99,9 @@ func hedge[T any](r *Router, ctx context.Context, c *chain, first int, body *pb.
 		actx, cancel := context.WithCancel(ctx)
 		cancels[i] = cancel
 		route := routes[i]
-		req := newRequest(body, call, route, i)
+		a := newAttempt(call, route, i)
 		go func() {
-			v, err := try(actx, route, r.targets[route.Provider], req)
+			v, err := try(actx, route, r.targets[route.Provider], a)
 			results <- racer[T]{i: i, v: v, err: err}
 		}()
 	}

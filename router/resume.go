@@ -168,7 +168,7 @@ func (s *resumeStream) resume(cause error) bool {
 		req := &providers.Request{Body: cont, Attempt: providers.Attempt{Model: route.Model, RequestID: s.call.RequestID, IncludeUsage: s.call.IncludeUsage}}
 		var st providers.Stream
 		finish, err := t.Guard.Stream(s.ctx, req.Model, func(ctx context.Context, n int) error {
-			ctx, span := s.r.startAttempt(ctx, route, n, true)
+			ctx, span := s.r.startAttempt(ctx, route, n, s.call.Op, true)
 			var err error
 			st, err = t.Provider.Stream(ctx, req)
 			endAttempt(span, nil, err)
@@ -191,7 +191,7 @@ func (s *resumeStream) resume(cause error) bool {
 			continue
 		}
 		_ = s.cur.Close()
-		s.cur, s.route, s.splice = s.r.finished(st, route, finish), route, from
+		s.cur, s.route, s.splice = finished(st, s.r.ended(route, finish)), route, from
 		s.prior, s.usage = s.usage, nil
 		s.left--
 		if s.call.Trace != nil {

@@ -27,6 +27,9 @@ type Call struct {
 	Trace *Trace
 	// IncludeUsage asks streaming upstreams for usage even if the client did not.
 	IncludeUsage bool
+	// Op names the endpoint kind in spans ("chat" when empty, "messages",
+	// "embeddings", ...).
+	Op string
 }
 
 // Router resolves models (virtual models first, then provider models) and runs each
@@ -125,33 +128,33 @@ func (r *Router) Models() []Model {
 	return out
 }
 
-// attempt calls one target; it is handed a request built for that target, and
-// returns what the target answered.
-type attempt[T any] func(ctx context.Context, route Route, t Target, req *providers.Request) (T, error)
+// attempt calls one target; it is handed what that target's call carries (the
+// provider-local model, the request's ids), and returns what the target answered.
+// The endpoint's own body is the closure's: walk never sees it.
+type attempt[T any] func(ctx context.Context, route Route, t Target, a providers.Attempt) (T, error)
 
-// newRequest builds the request for the i-th target of a walk: the client's
-// Idempotency-Key goes to the first only (a failover attempt sends another request).
-func newRequest(body *pb.ChatCompletionRequest, call Call, route Route, i int) *providers.Request {
-	req := &providers.Request{Body: body, Attempt: providers.Attempt{Model: route.Model, RequestID: call.RequestID, IncludeUsage: call.IncludeUsage}}
+// newAttempt is what the i-th target of a walk gets: the client's Idempotency-Key
+// goes to the first only (a failover attempt sends another request).
+func newAttempt(call Call, route Route, i int) providers.Attempt {
+	a := providers.Attempt{Model: route.Model, RequestID: call.RequestID, IncludeUsage: call.IncludeUsage}
 	if i == 0 {
-		req.IdempotencyKey = call.IdempotencyKey
+		a.IdempotencyKey = call.IdempotencyKey
 	}
-	return req
+	return a
 }
 
-// walk runs try on the target(s) serving body's model and says which route
-// answered (or failed last). A chain with hedge_after races its first two
-// targets (see hedge); drop frees an answer that lost the race (nil: nothing to free).
-func walk[T any](r *Router, ctx context.Context, body *pb.ChatCompletionRequest, call Call, try attempt[T], drop func(T)) (T, Route, error) {
+// walk runs try on the target(s) serving model and says which route answered
+// (or failed last). A chain with hedge_after races its first two targets (see
+// hedge); drop frees an answer that lost the race (nil: nothing to free).
+func walk[T any](r *Router, ctx context.Context, model string, call Call, try attempt[T], drop func(T)) (T, Route, error) {
 	var zero T
-	model := body.GetModel()
 	c := r.virtual.Load().table[model]
 	if c == nil {
 		route, err := r.reg.resolve(model)
 		if err != nil {
 			return zero, Route{}, err
 		}
-		v, err := try(ctx, route, r.targets[route.Provider], newRequest(body, call, route, 0))
+		v, err := try(ctx, route, r.targets[route.Provider], newAttempt(call, route, 0))
 		r.record(route, err)
 		return v, route, err
 	}
@@ -168,11 +171,11 @@ func walk[T any](r *Router, ctx context.Context, body *pb.ChatCompletionRequest,
 		var err error
 		if i == 0 && c.hedges() {
 			var raced bool
-			if v, route, err, raced = hedge(r, ctx, c, first, body, call, try, drop); raced {
+			if v, route, err, raced = hedge(r, ctx, c, first, call, try, drop); raced {
 				i, moved = 1, true // both of the first two targets were tried
 			}
 		} else {
-			v, err = try(ctx, route, r.targets[route.Provider], newRequest(body, call, route, i))
+			v, err = try(ctx, route, r.targets[route.Provider], newAttempt(call, route, i))
 			r.record(route, err)
 		}
 		if err == nil {
@@ -223,18 +226,9 @@ func (r *Router) record(route Route, err error) {
 
 // Chat runs a non-stream chat completion and says which route answered.
 func (r *Router) Chat(ctx context.Context, body *pb.ChatCompletionRequest, call Call) (*pb.ChatCompletion, Route, error) {
-	return walk(r, ctx, body, call, func(ctx context.Context, route Route, t Target, req *providers.Request) (*pb.ChatCompletion, error) {
-		var resp *pb.ChatCompletion
-		err := t.Guard.Call(ctx, req.Model, func(ctx context.Context, n int) error {
-			ctx, span := r.startAttempt(ctx, route, n, false)
-			var err error
-			resp, err = t.Provider.Chat(ctx, req)
-			endAttempt(span, resp, err)
-			r.attemptDone(route, n, err, call)
-			return err
-		})
-		return resp, err
-	}, nil)
+	return Unary(r, ctx, body.GetModel(), call, func(ctx context.Context, t Target, a providers.Attempt) (*pb.ChatCompletion, error) {
+		return t.Provider.Chat(ctx, &providers.Request{Body: body, Attempt: a})
+	})
 }
 
 // Stream opens a streaming chat completion; it returns once the first event arrived,
@@ -247,24 +241,12 @@ func (r *Router) Chat(ctx context.Context, body *pb.ChatCompletionRequest, call 
 func (r *Router) Stream(ctx context.Context, body *pb.ChatCompletionRequest, call Call) (providers.Stream, Route, error) {
 	var triedMu sync.Mutex // a hedge tries two targets at once
 	var tried []Route
-	s, route, err := walk(r, ctx, body, call, func(ctx context.Context, route Route, t Target, req *providers.Request) (providers.Stream, error) {
+	s, route, err := Streaming(r, ctx, body.GetModel(), call, func(ctx context.Context, t Target, a providers.Attempt) (providers.Stream, error) {
 		triedMu.Lock()
-		tried = append(tried, route)
+		tried = append(tried, Route{Provider: t.Provider.Name(), Model: a.Model})
 		triedMu.Unlock()
-		var s providers.Stream
-		finish, err := t.Guard.Stream(ctx, req.Model, func(ctx context.Context, n int) error {
-			ctx, span := r.startAttempt(ctx, route, n, true)
-			var err error
-			s, err = t.Provider.Stream(ctx, req)
-			endAttempt(span, nil, err) // the span covers the request up to the first event
-			r.attemptDone(route, n, err, call)
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		return r.finished(s, route, finish), nil
-	}, func(s providers.Stream) { s.Close() })
+		return t.Provider.Stream(ctx, &providers.Request{Body: body, Attempt: a})
+	}, func(s providers.Stream) { s.Close() }, finished)
 	if c := r.virtual.Load().table[body.GetModel()]; err == nil && c != nil && c.vm.MaxResumes > 0 && resumeOK(body) {
 		s = r.resumable(ctx, body, call, s, route, c.remaining(tried), c.vm.MaxResumes)
 	}

@@ -7,14 +7,13 @@ import (
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/providers"
-	"github.com/switchyard/switchyard/resilience"
 )
 
 // finished wraps an open stream so that its end reaches the target's breaker:
 // io.EOF (complete) is a success, an error that ends it (a cut, a stall, a broken
 // chunk, an in-band error) is that target's failure, and Close before either (the
 // client left, the server gave up on it) counts as nothing.
-func finished(s providers.Stream, finish resilience.Finish) providers.Stream {
+func finished(s providers.Stream, finish func(error)) providers.Stream {
 	f := &finishStream{s: s, finish: finish}
 	f.pender, _ = s.(providers.Pender)
 	if raw, ok := s.(providers.RawStream); ok {
@@ -23,32 +22,23 @@ func finished(s providers.Stream, finish resilience.Finish) providers.Stream {
 	return f
 }
 
-// finished is finished with the stream's end also in route's request health (the
-// admin API's window): a stream that breaks after its first event, recorded a
-// success when that event arrived, adds a failure when it breaks.
-func (r *Router) finished(s providers.Stream, route Route, finish resilience.Finish) providers.Stream {
-	return finished(s, func(err error) {
-		if err != nil {
-			r.record(route, err) // record ignores cancellation: a client leaving is nothing
-		}
-		finish(err)
-	})
-}
-
 type finishStream struct {
 	s      providers.Stream
 	pender providers.Pender
-	finish resilience.Finish
+	finish func(error)
 }
 
 // end reports err if it ends the stream.
-func (f *finishStream) end(err error) {
+func (f *finishStream) end(err error) { reportEnd(f.finish, err) }
+
+// reportEnd calls finish if err ends a stream: io.EOF is a clean end (nil).
+func reportEnd(finish func(error), err error) {
 	switch {
 	case err == nil:
 	case errors.Is(err, io.EOF):
-		f.finish(nil)
+		finish(nil)
 	default:
-		f.finish(err)
+		finish(err)
 	}
 }
 
@@ -75,4 +65,26 @@ func (f *rawFinishStream) NextRaw() (providers.RawChunk, error) {
 	c, err := f.raw.NextRaw()
 	f.end(err)
 	return c, err
+}
+
+// WatchEvents is Streaming's watch for a stream of wire-native events: its end
+// (io.EOF, an error, or Close first) reaches end as finished's does.
+func WatchEvents(s providers.EventStream, end func(error)) providers.EventStream {
+	return &eventWatch{s: s, end: end}
+}
+
+type eventWatch struct {
+	s   providers.EventStream
+	end func(error)
+}
+
+func (w *eventWatch) Next() (providers.Event, error) {
+	ev, err := w.s.Next()
+	reportEnd(w.end, err)
+	return ev, err
+}
+
+func (w *eventWatch) Close() error {
+	w.end(context.Canceled) // nothing to the breaker; a no-op after the stream's end
+	return w.s.Close()
 }

@@ -19,7 +19,7 @@ func (r *Router) SetTracer(t trace.Tracer) { r.tracer = t }
 // startAttempt starts an upstream attempt's client span, with the GenAI semantic
 // conventions' request attributes, and marks retries on the request's span.
 // Prompt and completion text are never recorded.
-func (r *Router) startAttempt(ctx context.Context, route Route, n int, stream bool) (context.Context, trace.Span) {
+func (r *Router) startAttempt(ctx context.Context, route Route, n int, op string, stream bool) (context.Context, trace.Span) {
 	if r.tracer == nil {
 		return ctx, nil
 	}
@@ -28,19 +28,24 @@ func (r *Router) startAttempt(ctx context.Context, route Route, n int, stream bo
 			parent.AddEvent("retry", trace.WithAttributes(attribute.String("switchyard.target", route.String()), attribute.Int("switchyard.attempt", n+1)))
 		}
 	}
-	return r.tracer.Start(ctx, "chat "+route.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
-		attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", route.Provider),
+	if op == "" {
+		op = "chat"
+	}
+	return r.tracer.Start(ctx, op+" "+route.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", op), attribute.String("gen_ai.provider.name", route.Provider),
 		attribute.String("gen_ai.request.model", route.Model), attribute.Bool("switchyard.stream", stream),
 		attribute.Int("switchyard.attempt", n+1)))
 }
 
 // endAttempt records the attempt's outcome on its span.
-func endAttempt(span trace.Span, resp *pb.ChatCompletion, err error) {
+// resp is the call's answer when it tells its model, id and usage (a chat
+// completion does), anything else otherwise.
+func endAttempt(span trace.Span, answer any, err error) {
 	if span == nil {
 		return
 	}
 	defer span.End()
-	if resp != nil {
+	if resp, ok := answer.(*pb.ChatCompletion); ok && resp != nil {
 		span.SetAttributes(attribute.String("gen_ai.response.model", resp.GetModel()), attribute.String("gen_ai.response.id", resp.GetId()))
 		if u := resp.GetUsage(); u != nil {
 			span.SetAttributes(attribute.Int("gen_ai.usage.input_tokens", int(u.GetPromptTokens())),

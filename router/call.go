@@ -1,0 +1,70 @@
+package router
+
+import (
+	"context"
+
+	"github.com/switchyard/switchyard/providers"
+	"github.com/switchyard/switchyard/resilience"
+)
+
+// Unary runs one non-stream call of any endpoint kind through the router: model
+// resolution (provider/model, bare names, virtual models), chains (failover,
+// hedging), the target's guard (retries, breaker), spans, metrics and request
+// health. do makes the upstream call for one attempt on one target; the
+// endpoint's body is do's own, so a new endpoint kind needs no change here.
+func Unary[T any](r *Router, ctx context.Context, model string, call Call,
+	do func(ctx context.Context, t Target, a providers.Attempt) (T, error)) (T, Route, error) {
+	return walk(r, ctx, model, call, func(ctx context.Context, route Route, t Target, a providers.Attempt) (T, error) {
+		var resp T
+		err := t.Guard.Call(ctx, a.Model, func(ctx context.Context, n int) error {
+			ctx, span := r.startAttempt(ctx, route, n, call.Op, false)
+			var err error
+			resp, err = do(ctx, t, a)
+			endAttempt(span, resp, err)
+			r.attemptDone(route, n, err, call)
+			return err
+		})
+		return resp, err
+	}, nil)
+}
+
+// Streaming opens a stream of any endpoint kind. open must return once the first
+// event that carries content has arrived (as providers.Provider.Stream does), so
+// that failures before it are retried and fail over with nothing sent to the
+// client. watch wraps an opened stream so that its end reaches the target's
+// breaker and request health: the wrapper calls end(nil) on a clean end, end(err)
+// on an error that ends it, and end(context.Canceled) on Close before either.
+// drop closes a stream that lost a hedge race.
+func Streaming[S any](r *Router, ctx context.Context, model string, call Call,
+	open func(ctx context.Context, t Target, a providers.Attempt) (S, error),
+	drop func(S), watch func(S, func(error)) S) (S, Route, error) {
+	return walk(r, ctx, model, call, func(ctx context.Context, route Route, t Target, a providers.Attempt) (S, error) {
+		var s S
+		finish, err := t.Guard.Stream(ctx, a.Model, func(ctx context.Context, n int) error {
+			ctx, span := r.startAttempt(ctx, route, n, call.Op, true)
+			var err error
+			s, err = open(ctx, t, a)
+			endAttempt(span, nil, err) // the span covers the request up to the first event
+			r.attemptDone(route, n, err, call)
+			return err
+		})
+		if err != nil {
+			var zero S
+			return zero, err
+		}
+		return watch(s, r.ended(route, finish)), nil
+	}, drop)
+}
+
+// ended is what a stream's end reports: to the breaker (finish), and to route's
+// request health (the admin API's window) when it breaks. A stream that breaks
+// after its first event, recorded a success when that event arrived, adds a
+// failure when it breaks; record ignores cancellation (a client leaving).
+func (r *Router) ended(route Route, finish resilience.Finish) func(error) {
+	return func(err error) {
+		if err != nil {
+			r.record(route, err)
+		}
+		finish(err)
+	}
+}
