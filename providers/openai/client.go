@@ -1,6 +1,6 @@
 // Package openai is the provider for OpenAI-compatible HTTP APIs (OpenAI, OpenRouter,
 // vLLM, Ollama, Groq, xAI, ...): POST {base_url}/chat/completions, SSE streaming,
-// GET {base_url}/models.
+// GET {base_url}/models; and Azure OpenAI (see Azure).
 package openai
 
 import (
@@ -41,8 +41,11 @@ type Config struct {
 	Name string
 	// BaseURL is the API root, e.g. https://api.openai.com/v1.
 	BaseURL string
-	// APIKey is sent as "Authorization: Bearer"; empty sends none.
+	// APIKey is sent as "Authorization: Bearer" (Azure: the api-key header); empty sends none.
 	APIKey string
+	// Azure, when set, speaks Azure OpenAI's wire (see Azure): its URLs, api-key
+	// header and api-version.
+	Azure *Azure
 	// Headers are added to every request.
 	Headers map[string]string
 	// ConnectTimeout bounds dialling; ResponseHeaderTimeout the wait for headers;
@@ -69,6 +72,8 @@ type Client struct {
 	log     *slog.Logger
 	// secrets are the strings no error may carry to a client (see redact).
 	secrets []string
+	// azureV1 is set for Azure's v1 API (base_url ending in /openai/v1).
+	azureV1 bool
 }
 
 // New returns a Client with its own connection pool.
@@ -92,7 +97,17 @@ func New(cfg Config) *Client {
 	for k, v := range cfg.Headers {
 		h.Set(k, v)
 	}
-	if cfg.APIKey != "" {
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	switch {
+	case cfg.Azure != nil:
+		base = azureBase(base)
+		if cfg.APIKey != "" {
+			h.Set("Api-Key", cfg.APIKey)
+		}
+		if cfg.Azure.BearerToken != "" {
+			h.Set("Authorization", "Bearer "+cfg.Azure.BearerToken)
+		}
+	case cfg.APIKey != "":
 		h.Set("Authorization", "Bearer "+cfg.APIKey)
 	}
 	h.Set("Content-Type", "application/json")
@@ -102,12 +117,13 @@ func New(cfg Config) *Client {
 	}
 	return &Client{
 		name:    cfg.Name,
-		baseURL: strings.TrimRight(cfg.BaseURL, "/"),
+		baseURL: base,
 		headers: h,
 		http:    &http.Client{Transport: tr},
 		cfg:     cfg,
 		log:     log,
 		secrets: secretsOf(cfg),
+		azureV1: cfg.Azure != nil && azureV1(base),
 	}
 }
 
@@ -124,16 +140,17 @@ func (c *Client) Name() string { return c.name }
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 
 // upstreamBody encodes the request as the upstream should receive it: the
-// provider-local model name, the stream flag, and every member the client sent
-// (unknown ones included). req.Body is left untouched.
-func upstreamBody(req *providers.Request, stream bool) []byte {
+// provider-local model name (Azure's v1 API: its deployment, see bodyModel), the
+// stream flag, and every member the client sent (unknown ones included).
+// req.Body is left untouched.
+func (c *Client) upstreamBody(req *providers.Request, stream bool) []byte {
 	out := &pb.ChatCompletionRequest{}
 	dst := out.ProtoReflect()
 	req.Body.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		dst.Set(fd, v)
 		return true
 	})
-	out.Model = req.Model
+	out.Model = c.bodyModel(req.Model)
 	out.Stream = stream
 	if !stream {
 		out.StreamOptions = nil
@@ -144,12 +161,14 @@ func upstreamBody(req *providers.Request, stream bool) []byte {
 	return openaijson.Marshal(out)
 }
 
-func (c *Client) newRequest(ctx context.Context, method, path string, body []byte, req *providers.Request) (*http.Request, error) {
+// newRequest builds a request to url (see endpoint) with the client's headers and
+// the attempt's idempotency key and request id (req may be nil).
+func (c *Client) newRequest(ctx context.Context, method, url string, body []byte, req *providers.Request) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	hr, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, rd)
+	hr, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		// The parse error quotes the URL, userinfo and all: say it without it.
 		return nil, &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Transport: true,
@@ -214,7 +233,7 @@ func (c *Client) Chat(ctx context.Context, req *providers.Request) (*pb.ChatComp
 		ctx, cancel = context.WithTimeoutCause(ctx, c.cfg.Timeout, errAttemptTimeout)
 		defer cancel()
 	}
-	hr, err := c.newRequest(ctx, http.MethodPost, "/chat/completions", upstreamBody(req, false), req)
+	hr, err := c.newRequest(ctx, http.MethodPost, c.endpoint(req.Model, "chat/completions"), c.upstreamBody(req, false), req)
 	if err != nil {
 		return nil, err
 	}
@@ -295,9 +314,13 @@ func normalize(out *pb.ChatCompletion, model string) {
 	}
 }
 
-// Models lists the upstream's models from GET {base_url}/models.
+// Models lists the upstream's models from GET {base_url}/models; for Azure, the
+// models its deployments name (see azureModels), without a call.
 func (c *Client) Models(ctx context.Context) ([]string, error) {
-	hr, err := c.newRequest(ctx, http.MethodGet, "/models", nil, nil)
+	if c.cfg.Azure != nil {
+		return azureModels(c.cfg.Azure), nil
+	}
+	hr, err := c.newRequest(ctx, http.MethodGet, c.endpoint("", "models"), nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -148,6 +148,9 @@ func secretsOf(cfg Config) []string {
 		}
 	}
 	add(cfg.APIKey)
+	if cfg.Azure != nil {
+		add(cfg.Azure.BearerToken)
+	}
 	for _, v := range cfg.Headers {
 		add(v)
 	}

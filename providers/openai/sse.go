@@ -32,7 +32,7 @@ const maxHeld = 64
 // first by Recv and NextRaw.
 func (c *Client) Stream(ctx context.Context, req *providers.Request) (providers.Stream, error) {
 	sctx, cancel := context.WithCancelCause(ctx)
-	hr, err := c.newRequest(sctx, http.MethodPost, "/chat/completions", upstreamBody(req, true), req)
+	hr, err := c.newRequest(sctx, http.MethodPost, c.endpoint(req.Model, "chat/completions"), c.upstreamBody(req, true), req)
 	if err != nil {
 		cancel(nil)
 		return nil, err
