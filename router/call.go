@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"sync"
 
 	"github.com/switchyard/switchyard/providers"
 	"github.com/switchyard/switchyard/resilience"
@@ -16,7 +17,11 @@ func Unary[T any](r *Router, ctx context.Context, model string, call Call,
 	do func(ctx context.Context, t Target, a providers.Attempt) (T, error)) (T, Route, error) {
 	return walk(r, ctx, model, call, func(ctx context.Context, route Route, t Target, a providers.Attempt) (T, error) {
 		var resp T
-		err := t.Guard.Call(ctx, a.Model, func(ctx context.Context, n int) error {
+		done, err := admit(ctx, t, a, call)
+		if err != nil {
+			return resp, err
+		}
+		err = t.Guard.Call(ctx, a.Model, func(ctx context.Context, n int) error {
 			ctx, span := r.startAttempt(ctx, route, n, call.Op, false)
 			var err error
 			resp, err = do(ctx, t, a)
@@ -24,6 +29,7 @@ func Unary[T any](r *Router, ctx context.Context, model string, call Call,
 			r.attemptDone(route, n, err, call)
 			return err
 		})
+		done(usedTokens(resp))
 		return resp, err
 	}, nil)
 }
@@ -40,6 +46,10 @@ func Streaming[S any](r *Router, ctx context.Context, model string, call Call,
 	drop func(S), watch func(S, func(error)) S) (S, Route, error) {
 	return walk(r, ctx, model, call, func(ctx context.Context, route Route, t Target, a providers.Attempt) (S, error) {
 		var s S
+		done, err := admit(ctx, t, a, call)
+		if err != nil {
+			return s, err
+		}
 		finish, err := t.Guard.Stream(ctx, a.Model, func(ctx context.Context, n int) error {
 			ctx, span := r.startAttempt(ctx, route, n, call.Op, true)
 			var err error
@@ -49,10 +59,16 @@ func Streaming[S any](r *Router, ctx context.Context, model string, call Call,
 			return err
 		})
 		if err != nil {
+			done(0)
 			var zero S
 			return zero, err
 		}
-		return watch(s, r.ended(route, finish)), nil
+		end := r.ended(route, finish)
+		var once sync.Once
+		return watch(s, func(err error) {
+			end(err)
+			once.Do(func() { done(0) }) // a stream's usage is not known here: the estimate stands
+		}), nil
 	}, drop)
 }
 

@@ -102,9 +102,10 @@ func (p Phrase) matches(status int, text string) bool {
 }
 
 // eligible reports whether err should move the chain to its next target, and
-// whether the target was skipped without an upstream call (open breaker).
+// whether the target was skipped without an upstream call (open breaker, or the
+// target at its own limits).
 func (f *Failover) eligible(err error) (move, skipped bool) {
-	if errors.Is(err, resilience.ErrBreakerOpen) || errors.Is(err, resilience.ErrNoBreakerSlot) {
+	if notCalled(err) {
 		return true, true
 	}
 	var pe *providers.Error

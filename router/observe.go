@@ -100,6 +100,9 @@ func (b breakerLog) BreakerTransition(provider, model string, from, to resilienc
 
 // failoverReason names why a chain moved on, with bounded values.
 func failoverReason(err error, skipped bool) string {
+	if errors.Is(err, ErrTargetSaturated) {
+		return "target_saturated"
+	}
 	if skipped {
 		return "breaker_open"
 	}

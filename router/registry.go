@@ -54,6 +54,9 @@ type Target struct {
 	Configured []string
 	// Guard runs every upstream call through retries and circuit breakers.
 	Guard *resilience.Guard
+	// Limiter, when set, holds the provider account's own limits: a target at
+	// them is skipped like an open breaker.
+	Limiter TargetLimiter
 }
 
 // providerModels is one provider's known models.

@@ -30,6 +30,8 @@ type Call struct {
 	// Op names the endpoint kind in spans ("chat" when empty, "messages",
 	// "embeddings", ...).
 	Op string
+	// EstTokens is the call's estimated token cost, for targets' limiters.
+	EstTokens int
 }
 
 // Router resolves models (virtual models first, then provider models) and runs each
@@ -213,12 +215,11 @@ func walk[T any](r *Router, ctx context.Context, model string, call Call, try at
 }
 
 // record feeds the request-health window the admin API reports. Skipped targets
-// (open breaker) and cancellations are not requests to the provider; every other
+// (open breaker, at their limits) and cancellations are not requests to the provider; every other
 // error counts, upstream 4xx included: they never trip a breaker, yet show a
 // provider failing on real calls.
 func (r *Router) record(route Route, err error) {
-	if errors.Is(err, resilience.ErrBreakerOpen) || errors.Is(err, resilience.ErrNoBreakerSlot) ||
-		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if notCalled(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return
 	}
 	r.health[route.Provider].record(route.Model, err != nil, time.Now())

@@ -66,6 +66,7 @@ func toStatus(log *slog.Logger, err error) error {
 		pe *providers.Error
 		se *providers.StreamError
 		nf *router.NotFoundError
+		sa *router.SaturatedError
 	)
 	switch {
 	case errors.As(err, &oe):
@@ -75,6 +76,13 @@ func toStatus(log *slog.Logger, err error) error {
 			e.retryAfter = 0 // a walked chain ending at an open breaker: the chain was the retry
 		}
 		return statusOf(e)
+	case errors.As(err, &sa): // every target at its provider account's own limits
+		kind := "requests"
+		if sa.Limit == "tokens" {
+			kind = "tokens"
+		}
+		return statusOf(apiError{httpStatus: http.StatusTooManyRequests, message: sa.Error(), errType: kind,
+			code: "rate_limit_exceeded", retryAfter: max(sa.RetryAfter, time.Second)})
 	case errors.As(err, &le):
 		return statusOf(apiError{httpStatus: http.StatusServiceUnavailable, message: le.Error(), errType: "server_error",
 			code: "circuit_breaker_open", retryAfter: time.Second})

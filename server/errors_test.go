@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/switchyard/switchyard/providers"
+	"github.com/switchyard/switchyard/router"
 )
 
 // An upstream's Retry-After reaches the client as it was, up to a day.
@@ -29,6 +30,29 @@ func TestRetryAfterPassedOnIsCapped(t *testing.T) {
 				Message: "slow down", RetryAfter: tc.upstream})
 			e := fromStatus(status.Convert(err))
 			require.Equal(t, http.StatusTooManyRequests, e.HTTPStatus)
+			require.Equal(t, tc.wantMilli, e.RetryAfterMS)
+		})
+	}
+}
+
+// A request whose every target is at its provider account's own limits gets
+// OpenAI's 429 with a wait, not a 5xx.
+func TestSaturatedTargetsAre429(t *testing.T) {
+	cases := []struct {
+		name, limit, wantType, wantMilli string
+		after                            time.Duration
+	}{
+		{"requests", "requests", "requests", "2000", 2 * time.Second},
+		{"tokens", "tokens", "tokens", "1000", 0},
+		{"concurrency", "concurrency", "requests", "1000", 10 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := toStatus(slog.New(slog.DiscardHandler), &router.SaturatedError{Provider: "up", Model: "m", Limit: tc.limit, RetryAfter: tc.after})
+			e := fromStatus(status.Convert(err))
+			require.Equal(t, http.StatusTooManyRequests, e.HTTPStatus)
+			require.Equal(t, tc.wantType, e.Type)
+			require.Equal(t, "rate_limit_exceeded", e.Code)
 			require.Equal(t, tc.wantMilli, e.RetryAfterMS)
 		})
 	}
