@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -21,13 +22,9 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 )
-
-const requestBody = `{"model":"openai/gpt-4o","messages":[{"role":"system","content":"You are a helpful assistant."},` +
-	`{"role":"user","content":"Say hello to the world in one short sentence."}],"temperature":0.2,"max_tokens":64}`
 
 // proc is a server started as a child process.
 type proc struct {
@@ -164,13 +161,10 @@ func percentile(lat []time.Duration, q float64) time.Duration {
 	return sorted[int(q*float64(len(sorted)-1))]
 }
 
-func restDo(client *http.Client, url string, stream bool) func() error {
-	body := requestBody
-	if stream {
-		body = strings.TrimSuffix(requestBody, "}") + `,"stream":true,"stream_options":{"include_usage":true}}`
-	}
+func restDo(client *http.Client, url string, p prompt, stream bool) func() error {
+	body := p.rest(stream)
 	return func() error {
-		resp, err := client.Post(url, "application/json", strings.NewReader(body))
+		resp, err := client.Post(url, "application/json", bytes.NewReader(body))
 		if err != nil {
 			return err
 		}
@@ -189,10 +183,8 @@ func restDo(client *http.Client, url string, stream bool) func() error {
 	}
 }
 
-func grpcDo(c pb.ChatServiceClient, stream bool) func() error {
-	req := &pb.ChatCompletionRequest{Model: "openai/gpt-4o", Messages: []*pb.ChatMessage{
-		{Role: "system", Content: structpb.NewStringValue("You are a helpful assistant.")},
-		{Role: "user", Content: structpb.NewStringValue("Say hello to the world in one short sentence.")}}}
+func grpcDo(c pb.ChatServiceClient, p prompt, stream bool) func() error {
+	req := p.grpc()
 	return func() error {
 		if !stream {
 			_, err := c.CreateChatCompletion(context.Background(), req)
@@ -222,8 +214,13 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 	memProfile := fs.String("memprofile", "", "write Switchyard's allocation profile to this file")
 	only := fs.String("only", "", "run only these modes (comma-separated: rest, grpc, rest-stream, grpc-stream), or the modes containing this text (e.g. stream)")
 	latency := fs.Bool("latency", true, "also measure added p50 latency at c=1")
+	sizes := fs.String("prompt-kb", "0", "prompt sizes in KB, comma-separated (e.g. 1,64,512); 0 is the classic two-message request")
 	upstreamProto := fs.String("upstream", "http", "how the floor and Switchyard reach the upstream: http, h1 (HTTPS, HTTP/1.1 only) or h2 (HTTPS offering HTTP/2)")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	prompts, err := parseSizes(*sizes)
+	if err != nil {
 		return err
 	}
 	tmp, err := os.MkdirTemp("", "switchyard-bench-")
@@ -269,20 +266,23 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 		p          *proc
 		do         func() error
 	}
-	runs := []run{
-		{"floor (reverse proxy)", "rest", floor, restDo(client, "http://"+floor.addrs["http"]+"/v1/chat/completions", false)},
-		{"switchyard", "rest", sy, restDo(client, "http://"+sy.addrs["http"]+"/v1/chat/completions", false)},
-		{"switchyard", "grpc", sy, grpcDo(chat, false)},
-		{"floor (reverse proxy)", "rest-stream", floor, restDo(client, "http://"+floor.addrs["http"]+"/v1/chat/completions", true)},
-		{"switchyard", "rest-stream", sy, restDo(client, "http://"+sy.addrs["http"]+"/v1/chat/completions", true)},
-		{"switchyard", "grpc-stream", sy, grpcDo(chat, true)},
+	runsFor := func(pr prompt) []run {
+		floorURL, syURL := "http://"+floor.addrs["http"]+"/v1/chat/completions", "http://"+sy.addrs["http"]+"/v1/chat/completions"
+		return []run{
+			{"floor (reverse proxy)", "rest", floor, restDo(client, floorURL, pr, false)},
+			{"switchyard", "rest", sy, restDo(client, syURL, pr, false)},
+			{"switchyard", "grpc", sy, grpcDo(chat, pr, false)},
+			{"floor (reverse proxy)", "rest-stream", floor, restDo(client, floorURL, pr, true)},
+			{"switchyard", "rest-stream", sy, restDo(client, syURL, pr, true)},
+			{"switchyard", "grpc-stream", sy, grpcDo(chat, pr, true)},
+		}
 	}
 	modes := map[string]bool{}
 	for _, m := range strings.Split(*only, ",") {
 		modes[m] = true
 	}
 	exact := false
-	for _, r := range runs {
+	for _, r := range runsFor(prompts[0]) {
 		exact = exact || modes[r.mode]
 	}
 	skip := func(mode string) bool {
@@ -291,58 +291,60 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 		}
 		return !strings.Contains(mode, *only)
 	}
-	var results []result
-	for _, r := range runs {
-		if *only != "" && skip(r.mode) {
-			results = append(results, result{name: r.name, mode: r.mode})
-			continue
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "prompt\ttarget\tmode\tc\treq/s\tp50\tp99\tCPU/req\tpeak RSS\terrors\t\n")
+	var summary strings.Builder
+	for _, pr := range prompts {
+		runs := runsFor(pr)
+		var results []result
+		for _, r := range runs {
+			if *only != "" && skip(r.mode) {
+				results = append(results, result{name: r.name, mode: r.mode})
+				continue
+			}
+			if err := r.do(); err != nil {
+				return fmt.Errorf("%s %s (%s prompt): %w", r.name, r.mode, pr.label(), err)
+			}
+			load(ctx, *conc, *warm, r.do)
+			before := r.p.cpu()
+			n, errs, lat, elapsed := load(ctx, *conc, *dur, r.do)
+			res := result{name: r.name, mode: r.mode, conc: *conc, reqs: n, errs: errs, elapsed: elapsed,
+				p50: percentile(lat, 0.5), p99: percentile(lat, 0.99), cpu: r.p.cpu() - before, rss: r.p.peakRSS()}
+			results = append(results, res)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%v\t%v\t%v\t%.1f MB\t%d\t\n", pr.label(), res.name, res.mode, res.conc, res.rps(),
+				res.p50.Round(time.Microsecond), res.p99.Round(time.Microsecond), res.cpuPerReq().Round(time.Microsecond),
+				float64(res.rss)/(1<<20), res.errs)
 		}
-		if err := r.do(); err != nil {
-			return fmt.Errorf("%s %s: %w", r.name, r.mode, err)
+		ratio := func(a, b result) string {
+			if a.reqs == 0 || b.reqs == 0 {
+				return "not run"
+			}
+			return fmt.Sprintf("CPU/req %.2fx, req/s %.2fx", float64(a.cpuPerReq())/float64(b.cpuPerReq()), a.rps()/b.rps())
 		}
-		load(ctx, *conc, *warm, r.do)
-		before := r.p.cpu()
-		n, errs, lat, elapsed := load(ctx, *conc, *dur, r.do)
-		results = append(results, result{name: r.name, mode: r.mode, conc: *conc, reqs: n, errs: errs, elapsed: elapsed,
-			p50: percentile(lat, 0.5), p99: percentile(lat, 0.99), cpu: r.p.cpu() - before, rss: r.p.peakRSS()})
+		fmt.Fprintf(&summary, "\nratios Switchyard / floor, %s prompt (%d bytes on REST)\n", pr.label(), len(pr.rest(false)))
+		fmt.Fprintf(&summary, "  non-stream REST: %s\n", ratio(results[1], results[0]))
+		fmt.Fprintf(&summary, "  non-stream gRPC: %s\n", ratio(results[2], results[0]))
+		fmt.Fprintf(&summary, "  stream REST:     %s\n", ratio(results[4], results[3]))
+		fmt.Fprintf(&summary, "  stream gRPC:     %s\n", ratio(results[5], results[3]))
+		if results[1].reqs > 0 && results[2].reqs > 0 {
+			fmt.Fprintf(&summary, "  gRPC unary / REST CPU/req: %.2fx (target <= 1)\n", float64(results[2].cpuPerReq())/float64(results[1].cpuPerReq()))
+		}
 	}
-	// Added latency at c=1: each path's p50 minus the upstream's own p50.
-	var up50, fl50, sy50 time.Duration
+	_ = tw.Flush()
+	fmt.Fprintf(w, "%s", summary.String())
+	// Added latency at c=1 (first prompt size): each path's p50 minus the upstream's own p50.
 	if *latency {
-		direct := restDo(client, upURL+"/v1/chat/completions", false)
+		runs := runsFor(prompts[0])
+		direct := restDo(client, upURL+"/v1/chat/completions", prompts[0], false)
 		_, _, dlat, _ := load(ctx, 1, *dur/2, direct)
 		_, _, flat, _ := load(ctx, 1, *dur/2, runs[0].do)
 		_, _, slat, _ := load(ctx, 1, *dur/2, runs[1].do)
-		up50, fl50, sy50 = percentile(dlat, 0.5), percentile(flat, 0.5), percentile(slat, 0.5)
-	}
-
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "target\tmode\tc\treq/s\tp50\tp99\tCPU/req\tpeak RSS\terrors\t\n")
-	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%v\t%v\t%v\t%.1f MB\t%d\t\n", r.name, r.mode, r.conc, r.rps(),
-			r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.cpuPerReq().Round(time.Microsecond),
-			float64(r.rss)/(1<<20), r.errs)
-	}
-	_ = tw.Flush()
-	ratio := func(a, b result) string {
-		if a.reqs == 0 || b.reqs == 0 {
-			return "not run"
-		}
-		return fmt.Sprintf("CPU/req %.2fx, req/s %.2fx", float64(a.cpuPerReq())/float64(b.cpuPerReq()), a.rps()/b.rps())
-	}
-	fmt.Fprintf(w, "\nratios Switchyard / floor (targets: CPU/req <= 1.5x, req/s >= 0.8x)\n")
-	fmt.Fprintf(w, "  non-stream REST: %s\n", ratio(results[1], results[0]))
-	fmt.Fprintf(w, "  non-stream gRPC: %s\n", ratio(results[2], results[0]))
-	fmt.Fprintf(w, "  stream REST:     %s\n", ratio(results[4], results[3]))
-	fmt.Fprintf(w, "  stream gRPC:     %s\n", ratio(results[5], results[3]))
-	if results[1].reqs > 0 && results[2].reqs > 0 {
-		fmt.Fprintf(w, "  gRPC unary / REST CPU/req: %.2fx (target < 1)\n", float64(results[2].cpuPerReq())/float64(results[1].cpuPerReq()))
-	}
-	if *latency {
+		up50, fl50, sy50 := percentile(dlat, 0.5), percentile(flat, 0.5), percentile(slat, 0.5)
 		fmt.Fprintf(w, "  added p50 at c=1: floor %v, switchyard %v (upstream alone %v) → %.2fx (target <= 1.5x)\n",
 			(fl50 - up50).Round(time.Microsecond), (sy50 - up50).Round(time.Microsecond), up50.Round(time.Microsecond),
 			float64(sy50-up50)/float64(max(fl50-up50, time.Microsecond)))
 	}
+	fmt.Fprintf(w, "targets: CPU/req <= 1.5x (1.3x for small prompts), req/s >= 0.8x; peak RSS is the process's high-water mark so far\n")
 	fmt.Fprintf(w, "machine: %s/%s, %d CPUs, %s; upstream: %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), *upstreamProto)
 	return nil
 }
