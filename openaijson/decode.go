@@ -58,6 +58,8 @@ type pathElem struct {
 type decoder struct {
 	s    scanner
 	path []pathElem
+	// raw keeps a chat request's "messages" as bytes where it can (UnmarshalChat).
+	raw bool
 }
 
 func (d *decoder) push(key string)       { d.path = append(d.path, pathElem{key: key, index: -1}) }
@@ -109,7 +111,7 @@ func fieldsOf(md protoreflect.MessageDescriptor) (map[string]protoreflect.FieldD
 	}
 	ix := &fieldIndex{byName: map[string]protoreflect.FieldDescriptor{}, extra: extraField(md)}
 	for i := 0; i < md.Fields().Len(); i++ {
-		if fd := md.Fields().Get(i); fd != ix.extra {
+		if fd := md.Fields().Get(i); fd != ix.extra && rawName(fd) == "" { // a raw field is no member
 			ix.byName[string(fd.Name())] = fd
 		}
 	}
@@ -160,6 +162,7 @@ func (d *decoder) message(m protoreflect.Message) error {
 		return d.fail("expected an object")
 	}
 	fields, extraFd := fieldsOf(md)
+	rawFd, listFd := rawMessagesField(md)
 	var extra *structpb.Struct
 	err := d.s.object(func(key []byte) error {
 		fd := fields[string(key)]
@@ -177,6 +180,12 @@ func (d *decoder) message(m protoreflect.Message) error {
 			}
 			extra.Fields[string(key)] = v
 			return nil
+		}
+		if rawFd != nil && fd == listFd {
+			if d.raw && d.rawMessages(m, rawFd, listFd) {
+				return nil
+			}
+			m.Clear(rawFd) // the last "messages" counts
 		}
 		d.push(string(fd.Name()))
 		err := d.field(m, fd)

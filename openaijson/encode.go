@@ -59,12 +59,23 @@ func appendMessage(b []byte, m protoreflect.Message) []byte {
 				continue
 			}
 		}
+		name, raw := string(fd.Name()), rawName(fd)
+		if raw != "" {
+			if len(m.Get(fd).Bytes()) == 0 {
+				continue
+			}
+			name = raw
+		}
 		if !first {
 			b = append(b, ',')
 		}
 		first = false
-		b = appendString(b, string(fd.Name()))
+		b = appendString(b, name)
 		b = append(b, ':')
+		if raw != "" {
+			b = append(b, m.Get(fd).Bytes()...) // JSON as it arrived
+			continue
+		}
 		b = appendField(b, m.Get(fd), fd)
 	}
 	if extraFd != nil && m.Has(extraFd) {
@@ -203,11 +214,31 @@ func appendValue(b []byte, v *structpb.Value) []byte {
 
 const hex = "0123456789abcdef"
 
+// asciiRun returns the index of the first byte at or after i that appendString
+// must look at (a quote, a backslash, a control character or a byte of 0x80 and
+// above), reading eight bytes at a time; it may stop early, never late.
+func asciiRun(s string, i int) int {
+	const highs = 0x8080808080808080
+	for i+8 <= len(s) {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if special(w)|w&highs != 0 {
+			break
+		}
+		i += 8
+	}
+	return i
+}
+
 // appendString writes s as a JSON string; invalid UTF-8 becomes U+FFFD.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		i = asciiRun(s, i)
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {

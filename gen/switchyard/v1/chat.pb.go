@@ -73,6 +73,13 @@ type ChatCompletionRequest struct {
 	ReasoningEffort *string `protobuf:"bytes,22,opt,name=reasoning_effort,json=reasoningEffort,proto3,oneof" json:"reasoning_effort,omitempty"`
 	// Up to 16 key-value pairs stored with the completion.
 	Metadata map[string]string `protobuf:"bytes,23,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The conversation as a JSON array in OpenAI's shape, instead of messages: the
+	// REST surface keeps a body's "messages" member this way, validated but not
+	// decoded, and OpenAI-compatible upstreams receive those bytes as they arrived.
+	// A gRPC caller that already holds the JSON may set it too (it is checked as
+	// messages is). Set at most one of messages and messages_json. In JSON this
+	// field is the "messages" member; "messages_json" itself is not a member.
+	MessagesJson []byte `protobuf:"bytes,24,opt,name=messages_json,json=messagesJson,proto3" json:"messages_json,omitempty"`
 	// Request members Switchyard does not model (e.g. top_k, vendor extensions). On
 	// REST they are the body's unknown members; they reach the upstream unchanged.
 	Extra         *structpb.Struct `protobuf:"bytes,100,opt,name=extra,proto3" json:"extra,omitempty"`
@@ -267,6 +274,13 @@ func (x *ChatCompletionRequest) GetReasoningEffort() string {
 func (x *ChatCompletionRequest) GetMetadata() map[string]string {
 	if x != nil {
 		return x.Metadata
+	}
+	return nil
+}
+
+func (x *ChatCompletionRequest) GetMessagesJson() []byte {
+	if x != nil {
+		return x.MessagesJson
 	}
 	return nil
 }
@@ -1302,7 +1316,7 @@ var File_switchyard_v1_chat_proto protoreflect.FileDescriptor
 
 const file_switchyard_v1_chat_proto_rawDesc = "" +
 	"\n" +
-	"\x18switchyard/v1/chat.proto\x12\rswitchyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xa6\v\n" +
+	"\x18switchyard/v1/chat.proto\x12\rswitchyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xcb\v\n" +
 	"\x15ChatCompletionRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x126\n" +
 	"\bmessages\x18\x02 \x03(\v2\x1a.switchyard.v1.ChatMessageR\bmessages\x12%\n" +
@@ -1331,7 +1345,8 @@ const file_switchyard_v1_chat_proto_rawDesc = "" +
 	"\x06stream\x18\x14 \x01(\bR\x06stream\x12C\n" +
 	"\x0estream_options\x18\x15 \x01(\v2\x1c.switchyard.v1.StreamOptionsR\rstreamOptions\x12.\n" +
 	"\x10reasoning_effort\x18\x16 \x01(\tH\fR\x0freasoningEffort\x88\x01\x01\x12N\n" +
-	"\bmetadata\x18\x17 \x03(\v22.switchyard.v1.ChatCompletionRequest.MetadataEntryR\bmetadata\x12-\n" +
+	"\bmetadata\x18\x17 \x03(\v22.switchyard.v1.ChatCompletionRequest.MetadataEntryR\bmetadata\x12#\n" +
+	"\rmessages_json\x18\x18 \x01(\fR\fmessagesJson\x12-\n" +
 	"\x05extra\x18d \x01(\v2\x17.google.protobuf.StructR\x05extra\x1a<\n" +
 	"\x0eLogitBiasEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +

@@ -64,6 +64,15 @@ func (m *ChatCompletionRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error)
 		i--
 		dAtA[i] = 0xa2
 	}
+	if len(m.MessagesJson) > 0 {
+		i -= len(m.MessagesJson)
+		copy(dAtA[i:], m.MessagesJson)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.MessagesJson)))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xc2
+	}
 	if len(m.Metadata) > 0 {
 		for k := range m.Metadata {
 			v := m.Metadata[k]
@@ -1331,6 +1340,10 @@ func (m *ChatCompletionRequest) SizeVT() (n int) {
 			n += mapEntrySize + 2 + protohelpers.SizeOfVarint(uint64(mapEntrySize))
 		}
 	}
+	l = len(m.MessagesJson)
+	if l > 0 {
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
 	if m.Extra != nil {
 		l = (*structpb.Struct)(m.Extra).SizeVT()
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
@@ -2501,6 +2514,40 @@ func (m *ChatCompletionRequest) UnmarshalVT(dAtA []byte) error {
 				}
 			}
 			m.Metadata[mapkey] = mapvalue
+			iNdEx = postIndex
+		case 24:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MessagesJson", wireType)
+			}
+			var byteLen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				byteLen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if byteLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.MessagesJson = append(m.MessagesJson[:0], dAtA[iNdEx:postIndex]...)
+			if m.MessagesJson == nil {
+				m.MessagesJson = []byte{}
+			}
 			iNdEx = postIndex
 		case 100:
 			if wireType != 2 {

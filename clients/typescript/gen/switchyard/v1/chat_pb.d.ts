@@ -180,6 +180,18 @@ export declare type ChatCompletionRequest = Message<"switchyard.v1.ChatCompletio
   metadata: { [key: string]: string };
 
   /**
+   * The conversation as a JSON array in OpenAI's shape, instead of messages: the
+   * REST surface keeps a body's "messages" member this way, validated but not
+   * decoded, and OpenAI-compatible upstreams receive those bytes as they arrived.
+   * A gRPC caller that already holds the JSON may set it too (it is checked as
+   * messages is). Set at most one of messages and messages_json. In JSON this
+   * field is the "messages" member; "messages_json" itself is not a member.
+   *
+   * @generated from field: bytes messages_json = 24;
+   */
+  messagesJson: Uint8Array;
+
+  /**
    * Request members Switchyard does not model (e.g. top_k, vendor extensions). On
    * REST they are the body's unknown members; they reach the upstream unchanged.
    *

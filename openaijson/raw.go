@@ -1,0 +1,390 @@
+package openaijson
+
+import (
+	"encoding/binary"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+)
+
+// Raw JSON fields. A bytes field named NAME_json holds the JSON of the member
+// NAME exactly as it arrived (ChatCompletionRequest.messages_json is the request's
+// "messages"): the encoder writes those bytes as that member, and no JSON member
+// is named NAME_json. UnmarshalChat fills messages_json instead of decoding the
+// conversation when it can; everything else reads the conversation through
+// Messages.
+
+const rawSuffix = "_json"
+
+// rawName is the member a raw JSON field stands for, or "" for other fields.
+func rawName(fd protoreflect.FieldDescriptor) string {
+	if fd.Kind() != protoreflect.BytesKind || fd.IsList() || len(fd.Name()) <= len(rawSuffix) ||
+		string(fd.Name()[len(fd.Name())-len(rawSuffix):]) != rawSuffix {
+		return ""
+	}
+	return string(fd.Name()[:len(fd.Name())-len(rawSuffix)])
+}
+
+// rawCheck is what checking a value without building it found.
+type rawCheck struct {
+	// mend is set when decoding would change the text (invalid UTF-8, a lone
+	// surrogate escape): such input is decoded, so upstreams see what they always did.
+	mend bool
+}
+
+// checkRawMessages judges a "messages" member (ChatMessage objects) as decoding it
+// would, building nothing but counting the Values it would build. ok is false
+// when the member must be decoded instead: it is not valid as messages (decoding
+// then says precisely why), decoding would mend its text, or it is empty or has
+// a message without a role (the chat handler's own errors come from the decoded
+// form).
+func (s *scanner) checkRawMessages(md protoreflect.MessageDescriptor) (ok bool) {
+	if s.peek() != '[' {
+		return false
+	}
+	roleFd := md.Fields().ByName("role")
+	var c rawCheck
+	n, roles := 0, true
+	err := s.array(func(int) error {
+		n++
+		if s.peek() != '{' {
+			return errType
+		}
+		role := false
+		err := s.checkRawObject(md, &c, func(fd protoreflect.FieldDescriptor) {
+			if fd == roleFd {
+				role = s.peek() == '"' && s.pos+1 < len(s.data) && s.data[s.pos+1] != '"'
+			}
+		})
+		roles = roles && role
+		return err
+	})
+	return err == nil && !c.mend && n > 0 && roles
+}
+
+// checkRawObject checks an object for message md, as decoder.message decodes it;
+// seen hears each known field just before its value is checked.
+func (s *scanner) checkRawObject(md protoreflect.MessageDescriptor, c *rawCheck, seen func(protoreflect.FieldDescriptor)) error {
+	fields, extraFd := fieldsOf(md)
+	return s.object(func(key []byte) error {
+		fd := fields[string(key)]
+		if fd == nil {
+			if extraFd == nil {
+				return s.skip()
+			}
+			return s.countValue(c) // kept in extra, as a Value
+		}
+		if seen != nil {
+			seen(fd)
+		}
+		return s.checkRawField(fd, c)
+	})
+}
+
+// checkRawField checks one known member as decoder.field decodes it.
+func (s *scanner) checkRawField(fd protoreflect.FieldDescriptor, c *rawCheck) error {
+	switch {
+	case fd.IsMap():
+		if s.peek() == 'n' {
+			return s.lit("null")
+		}
+		if s.peek() != '{' {
+			return errType
+		}
+		return s.object(func([]byte) error { return s.checkRawScalar(fd.MapValue(), c) })
+	case fd.IsList():
+		if s.peek() == 'n' {
+			return s.lit("null")
+		}
+		if s.peek() != '[' {
+			return errType
+		}
+		return s.array(func(int) error {
+			if fd.Message() == nil {
+				return s.checkRawScalar(fd, c)
+			}
+			if s.peek() == 'n' {
+				return errType
+			}
+			return s.checkRawMessage(fd.Message(), c)
+		})
+	case fd.Message() != nil:
+		if s.peek() == 'n' && fd.Message().FullName() != "google.protobuf.Value" {
+			return s.lit("null")
+		}
+		return s.checkRawMessage(fd.Message(), c)
+	}
+	if s.peek() == 'n' {
+		return s.lit("null")
+	}
+	return s.checkRawScalar(fd, c)
+}
+
+// checkRawMessage checks a message-typed value as decoder.message decodes it.
+func (s *scanner) checkRawMessage(md protoreflect.MessageDescriptor, c *rawCheck) error {
+	switch md.FullName() {
+	case "google.protobuf.Struct":
+		if s.peek() != '{' {
+			return errType
+		}
+		return s.object(func([]byte) error { return s.countValue(c) })
+	case "google.protobuf.ListValue":
+		if s.peek() != '[' {
+			return errType
+		}
+		return s.countValue(c)
+	case "google.protobuf.Value":
+		return s.countValue(c)
+	}
+	if s.peek() != '{' {
+		return errType
+	}
+	return s.checkRawObject(md, c, nil)
+}
+
+// checkRawScalar checks a scalar as decoder.scalar reads it.
+func (s *scanner) checkRawScalar(fd protoreflect.FieldDescriptor, c *rawCheck) error {
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		if s.peek() != '"' {
+			return errType
+		}
+		return s.rawStr(c)
+	case protoreflect.EnumKind:
+		return errType // no enum in a chat message: decode, and let it say
+	}
+	_, msg, err := s.plain(fd)
+	if msg != "" {
+		return errType
+	}
+	return err
+}
+
+// countValue checks any value as scanner.value reads it, counting each Value it
+// would build against the same budget.
+func (s *scanner) countValue(c *rawCheck) error {
+	if err := s.newValue(); err != nil {
+		return err
+	}
+	switch s.peek() {
+	case '{':
+		return s.object(func([]byte) error { return s.countValue(c) })
+	case '[':
+		return s.array(func(int) error { return s.countValue(c) })
+	case '"':
+		return s.rawStr(c)
+	}
+	return s.walk(true) // a literal, or a number within float64's range
+}
+
+// rawStr reads past a string (the opening quote is next) as str would read it,
+// allocating nothing; it notes in c when str would mend the text.
+func (s *scanner) rawStr(c *rawCheck) error {
+	start := s.pos + 1
+	i := start
+	high := false
+	for {
+		var h bool
+		i, h = plainRun(s.data, i)
+		high = high || h
+		if i >= len(s.data) {
+			return errSyntax
+		}
+		switch s.data[i] {
+		case '"':
+			if high && !utf8.Valid(s.data[start:i]) {
+				c.mend = true
+			}
+			s.pos = i + 1
+			return nil
+		case '\\':
+			n, mend, ok := escapeAt(s.data, i)
+			if !ok {
+				return errSyntax
+			}
+			c.mend = c.mend || mend
+			i += n
+		default:
+			return errSyntax // a control character
+		}
+	}
+}
+
+// plainRun returns the index of the first byte at or after i that a string does
+// not hold as it is (a quote, a backslash or a control character), or len(data),
+// and whether the bytes before it include any of 0x80 and above (only then is
+// UTF-8 worth checking). It reads sixteen bytes at a time while none is special.
+func plainRun(data []byte, i int) (int, bool) {
+	const highs = 0x8080808080808080
+	var high uint64
+	for i+16 <= len(data) {
+		w1, w2 := binary.LittleEndian.Uint64(data[i:]), binary.LittleEndian.Uint64(data[i+8:])
+		if special(w1)|special(w2) != 0 {
+			break
+		}
+		high |= w1 | w2
+		i += 16
+	}
+	for i+8 <= len(data) {
+		w := binary.LittleEndian.Uint64(data[i:])
+		if special(w) != 0 {
+			break
+		}
+		high |= w
+		i += 8
+	}
+	hi := high&highs != 0
+	for i < len(data) && inString[data[i]] {
+		hi = hi || data[i] >= utf8.RuneSelf
+		i++
+	}
+	return i, hi
+}
+
+// special is non-zero when a byte of w is '"', '\\' or below 0x20. (The classic
+// zero-byte test: (x - 0x01..) &^ x & 0x80.. is non-zero exactly when a byte of x
+// is zero; bytes of 0x80 and above never match.)
+func special(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q, b := w^(ones*'"'), w^(ones*'\\')
+	return ((q-ones)&^q | (b-ones)&^b | (w-ones*0x20)&^w) & highs
+}
+
+// escapeAt reads the escape at data[i] (a backslash) as strSlow does: its
+// length, and whether decoding it mends (a lone surrogate becomes U+FFFD).
+func escapeAt(data []byte, i int) (n int, mend, ok bool) {
+	if i+1 >= len(data) {
+		return 0, false, false
+	}
+	switch data[i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 2, false, true
+	case 'u':
+	default:
+		return 0, false, false
+	}
+	r, ok := hexAt(data, i+2)
+	if !ok {
+		return 0, false, false
+	}
+	if !utf16.IsSurrogate(r) {
+		return 6, false, true
+	}
+	if i+7 < len(data) && data[i+6] == '\\' && data[i+7] == 'u' {
+		if r2, ok := hexAt(data, i+8); ok && utf16.DecodeRune(r, r2) != utf8.RuneError {
+			return 12, false, true
+		}
+	}
+	return 6, true, true // a lone surrogate: what follows is read on its own
+}
+
+// hexAt reads the four hex digits at data[i:], as hex4 does.
+func hexAt(data []byte, i int) (rune, bool) {
+	if len(data)-i < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, b := range data[i : i+4] {
+		switch {
+		case b >= '0' && b <= '9':
+			r = r<<4 | rune(b-'0')
+		case b >= 'a' && b <= 'f':
+			r = r<<4 | rune(b-'a'+10)
+		case b >= 'A' && b <= 'F':
+			r = r<<4 | rune(b-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// rawMessagesField is ChatCompletionRequest-like md's raw conversation field
+// and the messages field it stands for, when md has both.
+func rawMessagesField(md protoreflect.MessageDescriptor) (raw, list protoreflect.FieldDescriptor) {
+	raw = md.Fields().ByName("messages_json")
+	list = md.Fields().ByName("messages")
+	if raw == nil || list == nil || rawName(raw) != "messages" || !list.IsList() || list.Message() == nil {
+		return nil, nil
+	}
+	return raw, list
+}
+
+// UnmarshalChat is Unmarshal for a chat request that keeps its "messages" member
+// as bytes (messages_json, aliasing data) when decoding it would give exactly
+// those messages back: the member is checked as decoding checks it, with the
+// same limits, and decoded instead when it has any fault (so errors are
+// Unmarshal's own, with the same param), when decoding would mend its text, or
+// when it is empty or a message has no role.
+func UnmarshalChat(data []byte, msg proto.Message) error {
+	proto.Reset(msg)
+	d := &decoder{s: scanner{data: data}, raw: true}
+	if d.s.peek() != '{' {
+		return failure(data, nil)
+	}
+	err := d.message(msg.ProtoReflect())
+	if err == nil && d.s.atEnd() {
+		return nil
+	}
+	proto.Reset(msg)
+	return failure(data, err)
+}
+
+// rawMessages tries to keep the "messages" member (next in d.s) as bytes in
+// m's raw field; it reports whether it did, and otherwise leaves the scanner
+// where it was.
+func (d *decoder) rawMessages(m protoreflect.Message, raw, list protoreflect.FieldDescriptor) bool {
+	s := d.s
+	s.ws()
+	start := s.pos
+	if !s.checkRawMessages(list.Message()) {
+		return false
+	}
+	m.Clear(list)
+	m.Set(raw, protoreflect.ValueOfBytes(d.s.data[start:s.pos]))
+	d.s = s
+	return true
+}
+
+// Messages returns req's conversation: its messages, or messages_json decoded
+// (with Unmarshal's limits and errors, their param under "messages").
+func Messages(req *pb.ChatCompletionRequest) ([]*pb.ChatMessage, error) {
+	raw := req.GetMessagesJson()
+	if len(raw) == 0 {
+		return req.GetMessages(), nil
+	}
+	data := make([]byte, 0, len(raw)+16)
+	data = append(append(append(data, `{"messages":`...), raw...), '}')
+	var tmp pb.ChatCompletionRequest
+	if err := Unmarshal(data, &tmp); err != nil {
+		return nil, err
+	}
+	return tmp.Messages, nil
+}
+
+// Decoded returns req with its conversation decoded: req itself when it has no
+// messages_json, else a copy whose messages are messages_json decoded. For
+// readers of the whole request (translation to another wire, the simulator).
+func Decoded(req *pb.ChatCompletionRequest) (*pb.ChatCompletionRequest, error) {
+	if len(req.GetMessagesJson()) == 0 {
+		return req, nil
+	}
+	msgs, err := Messages(req)
+	if err != nil {
+		return nil, err
+	}
+	out := &pb.ChatCompletionRequest{}
+	dst := out.ProtoReflect()
+	req.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Name() != "messages_json" {
+			dst.Set(fd, v) // shares the values: callers must not modify them
+		}
+		return true
+	})
+	out.Messages = msgs
+	return out, nil
+}

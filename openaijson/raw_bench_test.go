@@ -1,0 +1,86 @@
+package openaijson
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+)
+
+// longChat is a chat request of about kb kilobytes: alternating turns of prose
+// with quotes, newlines, tabs, backslashes and non-ASCII text.
+func longChat(kb int) []byte {
+	const turn = "The \"gateway\" forwards each request\tto its target; when the target fails, " +
+		"it retries with backoff and jitter,\nthen fails over to the next one in the chain. " +
+		"Café, naïve, 漢字, ✓. Numbers: 3.14159, 2.71828; paths: C:\\tmp\\x.json. "
+	type msg struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	msgs := []msg{{"system", "You are a helpful assistant."}}
+	for size, i := 0, 0; size < kb<<10; i++ {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		text := strings.Repeat(turn, 4)
+		msgs = append(msgs, msg{role, text})
+		size += len(text) + 40
+	}
+	b, _ := json.Marshal(map[string]any{"model": "openai/gpt-4o", "messages": msgs, "max_tokens": 64})
+	return b
+}
+
+func BenchmarkUnmarshalChatLong(b *testing.B) {
+	for _, kb := range []int{64, 512} {
+		body := longChat(kb)
+		b.Run(strconv.Itoa(kb)+"KB/raw", func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var req pb.ChatCompletionRequest
+				if err := UnmarshalChat(body, &req); err != nil || len(req.MessagesJson) == 0 {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(strconv.Itoa(kb)+"KB/decoded", func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var req pb.ChatCompletionRequest
+				if err := Unmarshal(body, &req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestLongPromptAllocationCeiling: a long conversation read from REST and
+// written upstream costs a handful of small allocations, whatever its size (the
+// body buffer and the upstream buffer are the callers'): a regression that
+// decodes or copies the conversation again fails here, without timing anything.
+func TestLongPromptAllocationCeiling(t *testing.T) {
+	for _, kb := range []int{64, 512} {
+		t.Run(strconv.Itoa(kb)+"KB", func(t *testing.T) {
+			body := longChat(kb)
+			var req pb.ChatCompletionRequest
+			read := func() {
+				if err := UnmarshalChat(body, &req); err != nil || len(req.MessagesJson) == 0 {
+					t.Fatal("not kept as bytes", err)
+				}
+			}
+			if n := testing.AllocsPerRun(20, read); n > 12 {
+				t.Errorf("reading: %.0f allocations", n)
+			}
+			buf := make([]byte, 0, len(body)+1024)
+			write := func() { buf = Append(buf[:0], &req) }
+			if n := testing.AllocsPerRun(20, write); n > 6 { // 4 today: the small fields' reflection
+				t.Errorf("writing: %.0f allocations", n)
+			}
+		})
+	}
+}
