@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/openaijson"
 	"github.com/switchyard/switchyard/providers"
 )
 
@@ -158,8 +160,7 @@ func (s *resumeStream) resume(cause error) bool {
 	obs, _ := s.r.obs.(ResumeObserver)
 	cont := s.body
 	if s.text.Len() > 0 { // the partial answer, as an assistant message to continue from
-		cont = proto.Clone(s.body).(*pb.ChatCompletionRequest)
-		cont.Messages = append(cont.Messages, &pb.ChatMessage{Role: "assistant", Content: structpb.NewStringValue(s.text.String())})
+		cont = continuation(s.body, s.text.String())
 	}
 	for len(s.next) > 0 && s.ctx.Err() == nil {
 		route := s.next[0]
@@ -214,3 +215,18 @@ func (s *resumeStream) Close() error { return s.cur.Close() }
 
 // Route is the target serving the stream now (the last one it was continued on).
 func (s *resumeStream) Route() Route { return s.route }
+
+// continuation is body with the partial answer text appended as an assistant
+// message, in whichever form body holds its conversation.
+func continuation(body *pb.ChatCompletionRequest, text string) *pb.ChatCompletionRequest {
+	cont := proto.Clone(body).(*pb.ChatCompletionRequest)
+	if raw := bytes.TrimRight(cont.MessagesJson, " \t\r\n"); len(raw) > 0 && raw[len(raw)-1] == ']' {
+		msg := openaijson.Marshal(&pb.ChatMessage{Role: "assistant", Content: structpb.NewStringValue(text)})
+		out := make([]byte, 0, len(raw)+len(msg)+1)
+		out = append(append(append(out, raw[:len(raw)-1]...), ','), msg...)
+		cont.MessagesJson = append(out, ']')
+		return cont
+	}
+	cont.Messages = append(cont.Messages, &pb.ChatMessage{Role: "assistant", Content: structpb.NewStringValue(text)})
+	return cont
+}

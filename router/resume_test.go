@@ -4,8 +4,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/openaijson"
 )
 
 func TestChainRemainingFollowsWalkOrder(t *testing.T) {
@@ -39,4 +42,30 @@ func TestResumeOK(t *testing.T) {
 	require.True(t, resumeOK(&pb.ChatCompletionRequest{N: &one}))
 	require.False(t, resumeOK(&pb.ChatCompletionRequest{N: &two}), "n > 1")
 	require.False(t, resumeOK(&pb.ChatCompletionRequest{Logprobs: &yes}), "logprobs")
+}
+
+// A resumed stream continues from the partial answer whichever form the
+// conversation came in: decoded messages, or JSON kept as bytes.
+func TestContinuationAppendsThePartialAnswer(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		body *pb.ChatCompletionRequest
+	}{
+		{"messages", &pb.ChatCompletionRequest{Model: "m", Messages: []*pb.ChatMessage{{Role: "user", Content: structpb.NewStringValue("hi")}}}},
+		{"messages_json", &pb.ChatCompletionRequest{Model: "m", MessagesJson: []byte(`[{"role":"user","content":"hi"}]`)}},
+		{"messages_json with trailing space", &pb.ChatCompletionRequest{Model: "m", MessagesJson: []byte("[{\"role\":\"user\",\"content\":\"hi\"}] \n")}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := proto.Clone(tc.body)
+			cont := continuation(tc.body, `so "far"`)
+			require.True(t, proto.Equal(before, tc.body), "the client's body is untouched")
+			msgs, err := openaijson.Messages(cont)
+			require.NoError(t, err)
+			require.Len(t, msgs, 2)
+			require.Equal(t, "assistant", msgs[1].GetRole())
+			require.Equal(t, `so "far"`, msgs[1].GetContent().GetStringValue())
+		})
+	}
 }

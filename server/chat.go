@@ -29,18 +29,42 @@ type chatService struct {
 }
 
 // validate checks what every chat request needs before any upstream is called.
-func validate(req *pb.ChatCompletionRequest) error {
+// A conversation the REST surface kept as bytes (messages_json) was checked as
+// it was read (openaijson.UnmarshalChat); one a gRPC caller sent that way is
+// decoded here, and checked as messages is.
+func validate(ctx context.Context, req *pb.ChatCompletionRequest) error {
 	if req.GetModel() == "" {
 		return invalidRequest("model", "you must provide a model parameter")
 	}
-	if len(req.GetMessages()) == 0 {
+	msgs := req.GetMessages()
+	if len(req.GetMessagesJson()) > 0 {
+		if len(msgs) > 0 {
+			return invalidRequest("messages_json", "set 'messages' or 'messages_json', not both")
+		}
+		if fromREST(ctx) {
+			return validateOptions(req)
+		}
+		var err error
+		if msgs, err = openaijson.Messages(req); err != nil {
+			var de *openaijson.Error
+			if errors.As(err, &de) {
+				return invalidRequest(de.Param, "messages_json: "+de.Error())
+			}
+			return err
+		}
+	}
+	if len(msgs) == 0 {
 		return invalidRequest("messages", "'messages' must contain at least one message")
 	}
-	for i, m := range req.GetMessages() {
+	for i, m := range msgs {
 		if m.GetRole() == "" {
 			return invalidRequest("messages["+strconv.Itoa(i)+"].role", "each message needs a 'role'")
 		}
 	}
+	return validateOptions(req)
+}
+
+func validateOptions(req *pb.ChatCompletionRequest) error {
 	if req.N != nil && req.GetN() < 1 {
 		return invalidRequest("n", "'n' must be at least 1")
 	}
@@ -69,7 +93,7 @@ func validIdempotencyKey(k string) string {
 func (s *chatService) CreateChatCompletion(ctx context.Context, req *pb.ChatCompletionRequest) (*pb.ChatCompletion, error) {
 	rep := reportOf(ctx)
 	rep.model = req.GetModel()
-	if err := validate(req); err != nil {
+	if err := validate(ctx, req); err != nil {
 		return nil, err
 	}
 	call := callOf(ctx)
@@ -95,7 +119,7 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 	ctx := out.Context()
 	rep := reportOf(ctx)
 	rep.model, rep.stream = req.GetModel(), true
-	if err := validate(req); err != nil {
+	if err := validate(ctx, req); err != nil {
 		return err
 	}
 	call := callOf(ctx)

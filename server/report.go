@@ -33,6 +33,13 @@ func withSurface(ctx context.Context, surface string) context.Context {
 	return context.WithValue(ctx, surfaceKey{}, surface)
 }
 
+// fromREST reports an in-process call from the REST surface (a context value no
+// network caller can set, unlike the metadata grpc-gateway forwards).
+func fromREST(ctx context.Context) bool {
+	s, _ := ctx.Value(surfaceKey{}).(string)
+	return s == surfaceREST
+}
+
 // report is what one request did; the interceptor creates it, handlers fill it,
 // and it becomes one log line and the request metrics.
 type report struct {

@@ -148,7 +148,7 @@ func (f *front) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := &pb.ChatCompletionRequest{}
-	if err := openaijson.Unmarshal(body, req); err != nil {
+	if err := openaijson.UnmarshalChat(body, req); err != nil { // the conversation kept as bytes
 		writeError(w, toStatus(f.log, err))
 		return
 	}
@@ -162,7 +162,7 @@ func (f *front) chatCompletions(w http.ResponseWriter, r *http.Request) {
 // readBody reads a request body within max_body_bytes and the read deadline; when
 // it cannot, it answers (413, 408 and close, or 400) and returns false.
 func (f *front) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.opt.maxBodyBytes))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, f.opt.maxBodyBytes), r.ContentLength)
 	if err == nil {
 		return body, true
 	}
@@ -179,6 +179,34 @@ func (f *front) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) 
 		writeError(w, status.Error(codes.InvalidArgument, "could not read the request body"))
 	}
 	return nil, false
+}
+
+// maxBodyHint caps the buffer a request's Content-Length makes readAll allocate
+// before any byte arrived, so that a client announcing a large body and sending
+// none holds little memory.
+const maxBodyHint = 1 << 20
+
+// readAll is io.ReadAll into one buffer sized from the announced length (up to
+// maxBodyHint), instead of growing from 512 bytes and copying a long prompt
+// over and over.
+func readAll(r io.Reader, announced int64) ([]byte, error) {
+	if announced <= 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, min(announced, maxBodyHint)+1) // +1: EOF is seen without growing
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow as append does
+		}
+	}
 }
 
 func humanBytes(n int64) string { return strconv.FormatInt(n, 10) + " bytes" }

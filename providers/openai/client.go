@@ -158,7 +158,10 @@ func (c *Client) upstreamBody(req *providers.Request, stream bool) []byte {
 		yes := true
 		out.StreamOptions = &pb.StreamOptions{IncludeUsage: &yes, Extra: req.Body.GetStreamOptions().GetExtra()}
 	}
-	return openaijson.Marshal(out)
+	// One allocation of about the right size: the JSON is the proto's bytes plus
+	// member names and escapes (growing the buffer as it fills copied a long
+	// prompt some twenty times).
+	return openaijson.Append(make([]byte, 0, out.SizeVT()+out.SizeVT()/8+512), out)
 }
 
 // newRequest builds a request to url (see endpoint) with the client's headers and

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/openaijson"
 	"github.com/switchyard/switchyard/providers"
 )
 
@@ -78,7 +79,8 @@ func words(prompt string, n int) []string {
 }
 
 func lastPrompt(req *pb.ChatCompletionRequest) (prompt string, promptTokens int) {
-	for _, m := range req.GetMessages() {
+	msgs, _ := openaijson.Messages(req) // checked before any provider is called
+	for _, m := range msgs {
 		text := contentText(m.GetContent())
 		promptTokens += len(strings.Fields(text)) + 1
 		if m.GetRole() == "user" {

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/openaijson"
 )
 
 // toolCall is the call the simulator makes when a request offers tools: the tool
@@ -23,7 +24,7 @@ func toolCall(req *pb.ChatCompletionRequest, prompt string) (name, args, id stri
 	if len(tools) == 0 {
 		return "", "", "", false
 	}
-	msgs := req.GetMessages()
+	msgs, _ := openaijson.Messages(req) // checked before any provider is called
 	if n := len(msgs); n > 0 && msgs[n-1].GetRole() == "tool" {
 		return "", "", "", false
 	}

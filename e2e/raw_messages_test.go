@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+)
+
+// A REST body's conversation reaches an OpenAI-wire upstream byte for byte —
+// spacing, escapes, member order and unknown members as the client wrote them —
+// with only the request's own members (model, stream options) rewritten.
+func TestRESTConversationReachesTheUpstreamAsSent(t *testing.T) {
+	t.Parallel()
+	g := start(t, "")
+	msgs := "[ {\"role\":\"system\",\"content\":\"be \\\"brief\\\"\\n\\u00e9\"},\n" +
+		"  {\"content\":[{\"type\":\"text\",\"text\":\"hi\"}],\"role\":\"user\",\"vendor_hint\":{\"x\":[1,2.50,null]}} ]"
+	for _, stream := range []bool{false, true} {
+		body := `{"model":"up/gpt-4o","messages":` + msgs + `,"temperature":0.3}`
+		if stream {
+			body = `{"model":"up/gpt-4o","stream":true,"messages":` + msgs + `}`
+		}
+		resp := post(t, g.base+"/chat/completions", body)
+		require.Equal(t, 200, resp.StatusCode)
+		reqs := g.up.Requests()
+		up := reqs[len(reqs)-1].Body
+		require.True(t, bytes.Contains(up, []byte(`"messages":`+msgs)), "stream=%v: upstream got %s", stream, up)
+		require.Equal(t, "gpt-4o", reqs[len(reqs)-1].JSON()["model"])
+	}
+}
+
+// A gRPC caller may send the conversation as JSON (messages_json): it is checked
+// as messages is, and forwarded as sent.
+func TestGRPCMessagesJSON(t *testing.T) {
+	t.Parallel()
+	g := start(t, "")
+	chat := pb.NewChatServiceClient(g.conn)
+	t.Run("forwarded as sent", func(t *testing.T) {
+		raw := `[{"role":"user","content":"hi"}]`
+		_, err := chat.CreateChatCompletion(context.Background(), &pb.ChatCompletionRequest{Model: "up/gpt-4o", MessagesJson: []byte(raw)})
+		require.NoError(t, err)
+		reqs := g.up.Requests()
+		require.Contains(t, string(reqs[len(reqs)-1].Body), `"messages":`+raw)
+	})
+	cases := []struct {
+		name, raw, param string
+		both             bool
+	}{
+		{"not JSON", `[{"role":`, "", false},
+		{"wrong type", `[{"role":5,"content":"x"}]`, "messages[0].role", false},
+		{"no role", `[{"content":"x"}]`, "messages[0].role", false},
+		{"empty", `[]`, "messages", false},
+		{"and messages too", `[{"role":"user","content":"x"}]`, "messages_json", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := g.up.Count()
+			req := &pb.ChatCompletionRequest{Model: "up/gpt-4o", MessagesJson: []byte(tc.raw)}
+			if tc.both {
+				req.Messages = []*pb.ChatMessage{{Role: "user", Content: structpb.NewStringValue("x")}}
+			}
+			_, err := chat.CreateChatCompletion(context.Background(), req)
+			require.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+			if tc.param != "" {
+				require.Equal(t, tc.param, paramOf(err), "%v", err)
+			}
+			require.Equal(t, before, g.up.Count(), "nothing reached the upstream")
+		})
+	}
+}
+
+// paramOf is the parameter a gRPC error names (its ErrorInfo's "param").
+func paramOf(err error) string {
+	for _, d := range status.Convert(err).Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info.GetMetadata()["param"]
+		}
+	}
+	return ""
+}
