@@ -109,6 +109,16 @@ type result struct {
 	p50, p99   time.Duration
 	cpu        time.Duration
 	rss        int64
+	loadCPU    time.Duration // the load generator's CPU in the window
+}
+
+// loadShare is the load generator's CPU as a share of the whole machine's
+// over the window (100% is every core busy).
+func (r result) loadShare() float64 {
+	if r.elapsed == 0 {
+		return 0
+	}
+	return 100 * r.loadCPU.Seconds() / (r.elapsed.Seconds() * float64(runtime.NumCPU()))
 }
 
 func (r result) rps() float64 { return float64(r.reqs) / r.elapsed.Seconds() }
@@ -214,6 +224,7 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 	memProfile := fs.String("memprofile", "", "write Switchyard's allocation profile to this file")
 	only := fs.String("only", "", "run only these modes (comma-separated: rest, grpc, rest-stream, grpc-stream), or the modes containing this text (e.g. stream)")
 	latency := fs.Bool("latency", true, "also measure added p50 latency at c=1")
+	loadgen := fs.String("loadgen", loadProcess, "where the load is generated: process (a child process per run, as a user's clients are) or inline (in this process)")
 	sizes := fs.String("prompt-kb", "0", "prompt sizes in KB, comma-separated (e.g. 1,64,512); 0 is the classic two-message request")
 	upstreamProto := fs.String("upstream", "http", "how the floor and Switchyard reach the upstream: http, h1 (HTTPS, HTTP/1.1 only) or h2 (HTTPS offering HTTP/2)")
 	if err := fs.Parse(args); err != nil {
@@ -222,6 +233,9 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 	prompts, err := parseSizes(*sizes)
 	if err != nil {
 		return err
+	}
+	if *loadgen != loadProcess && *loadgen != loadInline {
+		return fmt.Errorf("-loadgen: %q is neither process nor inline", *loadgen)
 	}
 	tmp, err := os.MkdirTemp("", "switchyard-bench-")
 	if err != nil {
@@ -265,16 +279,20 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 		name, mode string
 		p          *proc
 		do         func() error
+		spec       loadSpec
 	}
 	runsFor := func(pr prompt) []run {
 		floorURL, syURL := "http://"+floor.addrs["http"]+"/v1/chat/completions", "http://"+sy.addrs["http"]+"/v1/chat/completions"
+		spec := func(target string, grpc, stream bool) loadSpec {
+			return loadSpec{Target: target, GRPC: grpc, Stream: stream, KB: pr.kb, Conc: *conc, Warm: *warm, Dur: *dur}
+		}
 		return []run{
-			{"floor (reverse proxy)", "rest", floor, restDo(client, floorURL, pr, false)},
-			{"switchyard", "rest", sy, restDo(client, syURL, pr, false)},
-			{"switchyard", "grpc", sy, grpcDo(chat, pr, false)},
-			{"floor (reverse proxy)", "rest-stream", floor, restDo(client, floorURL, pr, true)},
-			{"switchyard", "rest-stream", sy, restDo(client, syURL, pr, true)},
-			{"switchyard", "grpc-stream", sy, grpcDo(chat, pr, true)},
+			{"floor (reverse proxy)", "rest", floor, restDo(client, floorURL, pr, false), spec(floorURL, false, false)},
+			{"switchyard", "rest", sy, restDo(client, syURL, pr, false), spec(syURL, false, false)},
+			{"switchyard", "grpc", sy, grpcDo(chat, pr, false), spec(sy.addrs["grpc"], true, false)},
+			{"floor (reverse proxy)", "rest-stream", floor, restDo(client, floorURL, pr, true), spec(floorURL, false, true)},
+			{"switchyard", "rest-stream", sy, restDo(client, syURL, pr, true), spec(syURL, false, true)},
+			{"switchyard", "grpc-stream", sy, grpcDo(chat, pr, true), spec(sy.addrs["grpc"], true, true)},
 		}
 	}
 	modes := map[string]bool{}
@@ -292,7 +310,7 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 		return !strings.Contains(mode, *only)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "prompt\ttarget\tmode\tc\treq/s\tp50\tp99\tCPU/req\tpeak RSS\terrors\t\n")
+	fmt.Fprintf(tw, "prompt\ttarget\tmode\tc\treq/s\tp50\tp99\tCPU/req\tpeak RSS\tload CPU\terrors\t\n")
 	var summary strings.Builder
 	for _, pr := range prompts {
 		runs := runsFor(pr)
@@ -302,18 +320,30 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 				results = append(results, result{name: r.name, mode: r.mode})
 				continue
 			}
-			if err := r.do(); err != nil {
-				return fmt.Errorf("%s %s (%s prompt): %w", r.name, r.mode, pr.label(), err)
+			var res result
+			if *loadgen == loadProcess {
+				var before time.Duration
+				out, err := runLoadProcess(ctx, r.spec, func() { before = r.p.cpu() })
+				if err != nil {
+					return fmt.Errorf("%s %s (%s prompt): %w", r.name, r.mode, pr.label(), err)
+				}
+				res = result{name: r.name, mode: r.mode, conc: *conc, reqs: out.Reqs, errs: out.Errs, elapsed: out.Elapsed,
+					p50: out.P50, p99: out.P99, cpu: r.p.cpu() - before, rss: r.p.peakRSS(), loadCPU: out.CPU}
+			} else {
+				if err := r.do(); err != nil {
+					return fmt.Errorf("%s %s (%s prompt): %w", r.name, r.mode, pr.label(), err)
+				}
+				load(ctx, *conc, *warm, r.do)
+				before, driver := r.p.cpu(), selfCPU()
+				n, errs, lat, elapsed := load(ctx, *conc, *dur, r.do)
+				res = result{name: r.name, mode: r.mode, conc: *conc, reqs: n, errs: errs, elapsed: elapsed,
+					p50: percentile(lat, 0.5), p99: percentile(lat, 0.99), cpu: r.p.cpu() - before, rss: r.p.peakRSS(),
+					loadCPU: selfCPU() - driver}
 			}
-			load(ctx, *conc, *warm, r.do)
-			before := r.p.cpu()
-			n, errs, lat, elapsed := load(ctx, *conc, *dur, r.do)
-			res := result{name: r.name, mode: r.mode, conc: *conc, reqs: n, errs: errs, elapsed: elapsed,
-				p50: percentile(lat, 0.5), p99: percentile(lat, 0.99), cpu: r.p.cpu() - before, rss: r.p.peakRSS()}
 			results = append(results, res)
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%v\t%v\t%v\t%.1f MB\t%d\t\n", pr.label(), res.name, res.mode, res.conc, res.rps(),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%v\t%v\t%v\t%.1f MB\t%.0f%%\t%d\t\n", pr.label(), res.name, res.mode, res.conc, res.rps(),
 				res.p50.Round(time.Microsecond), res.p99.Round(time.Microsecond), res.cpuPerReq().Round(time.Microsecond),
-				float64(res.rss)/(1<<20), res.errs)
+				float64(res.rss)/(1<<20), res.loadShare(), res.errs)
 		}
 		ratio := func(a, b result) string {
 			if a.reqs == 0 || b.reqs == 0 {
@@ -345,7 +375,7 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 			float64(sy50-up50)/float64(max(fl50-up50, time.Microsecond)))
 	}
 	fmt.Fprintf(w, "targets: CPU/req <= 1.5x (1.3x for small prompts), req/s >= 0.8x; peak RSS is the process's high-water mark so far\n")
-	fmt.Fprintf(w, "machine: %s/%s, %d CPUs, %s; upstream: %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), *upstreamProto)
+	fmt.Fprintf(w, "machine: %s/%s, %d CPUs, %s; upstream: %s; load generated %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), *upstreamProto, *loadgen)
 	return nil
 }
 

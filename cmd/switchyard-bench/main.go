@@ -29,6 +29,8 @@ func main() {
 			err = serveProxy(ctx, os.Args[2:])
 		case "switchyard":
 			err = serveSwitchyard(ctx, os.Args[2:])
+		case "load":
+			err = serveLoad(ctx, os.Args[2:])
 		default:
 			err = bench(ctx, os.Args[1:], os.Stdout)
 		}
