@@ -101,6 +101,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	srv, err := server.New(server.Config{
 		Log: log, Router: rt, MaxBodyBytes: cfg.Server.MaxBodyBytes, DrainTimeout: cfg.Server.DrainTimeout,
 		WriteTimeout: cfg.Server.StreamIdleTimeout, ReadTimeout: cfg.Server.ReadTimeout, IdleTimeout: cfg.Server.IdleTimeout,
+		MaxConnectionAge: cfg.Server.MaxConnectionAge, MaxConnectionAgeGrace: cfg.Server.MaxConnectionAgeGrace,
 		Failover: cfg.Failover, Providers: infos,
 		PersistVirtualModels: st.Save, Metrics: m, Tracer: tracer,
 		Keys: server.Keys{Master: string(cfg.Server.MasterKey), Admin: string(cfg.Server.AdminKey)},

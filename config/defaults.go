@@ -23,6 +23,14 @@ const (
 	SimulatorName = "simulator"
 )
 
+// gRPC connection age: clients rebalance across replicas (README: Many replicas).
+const (
+	// DefaultMaxConnectionAge rebalances gRPC clients across replicas twice an hour.
+	DefaultMaxConnectionAge = 30 * time.Minute
+	// DefaultMaxConnectionAgeGrace lets a call on an aged-out connection run 5 more minutes.
+	DefaultMaxConnectionAgeGrace = 5 * time.Minute
+)
+
 func applyDefaults(cfg *Config) {
 	s := &cfg.Server
 	if s.HTTPAddr == "" {
@@ -45,6 +53,12 @@ func applyDefaults(cfg *Config) {
 	}
 	if s.IdleTimeout == 0 {
 		s.IdleTimeout = DefaultIdleTimeout
+	}
+	if s.MaxConnectionAge == 0 {
+		s.MaxConnectionAge = DefaultMaxConnectionAge
+	}
+	if s.MaxConnectionAgeGrace == 0 {
+		s.MaxConnectionAgeGrace = DefaultMaxConnectionAgeGrace
 	}
 	if s.RecheckInterval == 0 {
 		s.RecheckInterval = DefaultRecheckInterval

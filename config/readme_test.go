@@ -40,6 +40,8 @@ func TestReadmeSettingsTableMatchesCode(t *testing.T) {
 		"server.drain_timeout":                           config.DefaultDrainTimeout.String(),
 		"server.read_timeout":                            config.DefaultReadTimeout.String(),
 		"server.idle_timeout":                            config.DefaultIdleTimeout.String(),
+		"server.max_connection_age":                      config.DefaultMaxConnectionAge.String(),
+		"server.max_connection_age_grace":                config.DefaultMaxConnectionAgeGrace.String(),
 		"providers.*.connect_timeout":                    config.DefaultConnectTimeout.String(),
 		"providers.*.response_header_timeout":            config.DefaultResponseHeaderTimeout.String(),
 		"providers.*.timeout":                            config.DefaultProviderTimeout.String(),

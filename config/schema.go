@@ -42,6 +42,13 @@ type Server struct {
 	ReadTimeout time.Duration `yaml:"read_timeout"`
 	// IdleTimeout closes REST keep-alive and gRPC connections idle for this long.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// MaxConnectionAge makes gRPC clients reconnect (GOAWAY) after a connection has
+	// lived this long (±10 % jitter), so that long-lived clients rebalance across
+	// replicas; calls in flight then get MaxConnectionAgeGrace to finish.
+	MaxConnectionAge time.Duration `yaml:"max_connection_age"`
+	// MaxConnectionAgeGrace is how long calls on an aged-out gRPC connection may run
+	// on before it is closed (streams longer than it are cut).
+	MaxConnectionAgeGrace time.Duration `yaml:"max_connection_age_grace"`
 	// RecheckInterval is how often providers whose model discovery failed are asked again.
 	RecheckInterval time.Duration `yaml:"recheck_interval"`
 	// DataDir holds runtime state (e.g. virtual models created through the admin API).

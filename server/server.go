@@ -67,6 +67,11 @@ type Config struct {
 	// IdleTimeout closes REST keep-alive connections and gRPC connections that carry
 	// no request for this long. Zero: 2 minutes (REST), unbounded (gRPC).
 	IdleTimeout time.Duration
+	// MaxConnectionAge sends a gRPC connection GOAWAY after it has lived this long
+	// (grpc-go adds ±10 % jitter), so that clients holding one connection for hours
+	// rebalance across replicas; MaxConnectionAgeGrace then bounds the calls still on
+	// it. Zero: unbounded (no forced reconnect).
+	MaxConnectionAge, MaxConnectionAgeGrace time.Duration
 }
 
 // headerTimeout bounds reading a REST request's headers (slowloris).
@@ -128,7 +133,8 @@ func New(cfg Config) (*Server, error) {
 	gs := grpc.NewServer(slices.Concat(opts, []grpc.ServerOption{
 		// Clients (ours included) ping every 30s; allow it, instead of answering too_many_pings.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout,
+			MaxConnectionAge: cfg.MaxConnectionAge, MaxConnectionAgeGrace: cfg.MaxConnectionAgeGrace}),
 		// Measured with the load harness: reusing stream goroutines and sharing write
 		// buffers between connections makes gRPC calls cheaper.
 		grpc.NumStreamWorkers(streamWorkers)})...)
