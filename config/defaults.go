@@ -85,6 +85,7 @@ func applyDefaults(cfg *Config) {
 		if p.StreamIdleTimeout == 0 {
 			p.StreamIdleTimeout = s.StreamIdleTimeout
 		}
+		typeDefaults(p)
 		if p.Type == "simulator" && p.Simulator.Tokens == 0 {
 			p.Simulator.Tokens = DefaultSimulatorTokens
 		}
@@ -99,7 +100,7 @@ func applyDefaults(cfg *Config) {
 			case "openrouter":
 				p.BaseURL = "https://openrouter.ai/api/v1"
 			case "anthropic":
-				p.BaseURL = "https://api.anthropic.com/v1"
+				p.BaseURL = DefaultAnthropicBaseURL
 			case "groq":
 				p.BaseURL = "https://api.groq.com/openai/v1"
 			case "xai":
@@ -112,5 +113,5 @@ func applyDefaults(cfg *Config) {
 // ProviderTypes are the accepted provider types and whether Switchyard can call them yet.
 var ProviderTypes = map[string]bool{
 	"openai": true, "openrouter": true, "vllm": true, "ollama": true, "groq": true,
-	"xai": true, "simulator": true, "anthropic": false,
+	"xai": true, "simulator": true, "anthropic": true, "azure": true,
 }

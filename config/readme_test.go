@@ -45,6 +45,8 @@ func TestReadmeSettingsTableMatchesCode(t *testing.T) {
 		"providers.*.connect_timeout":                    config.DefaultConnectTimeout.String(),
 		"providers.*.response_header_timeout":            config.DefaultResponseHeaderTimeout.String(),
 		"providers.*.timeout":                            config.DefaultProviderTimeout.String(),
+		"providers.*.api_version":                        config.DefaultAzureAPIVersion,
+		"providers.*.default_max_tokens":                 fmt.Sprint(config.DefaultAnthropicMaxTokens),
 		"resilience.retry.max_retries":                   fmt.Sprint(r.MaxRetries),
 		"resilience.retry.initial_backoff":               r.InitialBackoff.String(),
 		"resilience.retry.max_backoff":                   r.MaxBackoff.String(),
@@ -77,7 +79,8 @@ func TestReadmeYAMLExamplesLoad(t *testing.T) {
 	text := strings.Join(blocks, "\n")
 	var cfg config.Config
 	env := func(k string) (string, bool) {
-		return map[string]string{"OPENAI_API_KEY": "sk"}[k], k == "OPENAI_API_KEY"
+		v, ok := map[string]string{"OPENAI_API_KEY": "sk", "AZURE_OPENAI_API_KEY": "az", "ANTHROPIC_API_KEY": "sk-ant"}[k]
+		return v, ok
 	}
 	require.NoError(t, config.Parse([]byte(text), env, &cfg))
 	require.NoError(t, cfg.Validate())

@@ -57,17 +57,33 @@ type Server struct {
 
 // Provider is one upstream.
 type Provider struct {
-	// Type is the wire format: openai (also openrouter, vllm, ollama, groq, xai,
-	// azure-style OpenAI-compatible servers), anthropic (not built yet), simulator.
+	// Type is the wire format: openai (also openrouter, vllm, ollama, groq, xai and
+	// other OpenAI-compatible servers), azure (Azure OpenAI), anthropic (Anthropic's
+	// Messages API), simulator.
 	Type string `yaml:"type"`
 	// BaseURL is the API root, e.g. https://api.openai.com/v1.
 	BaseURL string `yaml:"base_url"`
-	// APIKey is sent as a bearer token upstream.
+	// APIKey is sent as a bearer token upstream (type azure: the api-key header;
+	// type anthropic: x-api-key).
 	APIKey Secret `yaml:"api_key"`
 	// Models are served even when discovery (GET {base_url}/models) fails.
 	Models []string `yaml:"models"`
 	// Headers are added to every upstream request.
 	Headers map[string]string `yaml:"headers"`
+	// APIVersion (type azure) is the api-version query parameter of Azure's
+	// deployment API; DefaultAzureAPIVersion when unset. The v1 API sends none.
+	APIVersion string `yaml:"api_version"`
+	// Deployments (type azure) maps model names to Azure deployment names; a model
+	// without an entry is its own deployment. Azure lists no deployments, so these
+	// model names (and models:) are what the provider serves.
+	Deployments map[string]string `yaml:"deployments"`
+	// BearerToken (type azure) is a Microsoft Entra ID access token, sent as
+	// "Authorization: Bearer" in place of the api-key header.
+	BearerToken Secret `yaml:"bearer_token"`
+	// DefaultMaxTokens (type anthropic) is the max_tokens sent when a chat request
+	// sets neither max_tokens nor max_completion_tokens (Anthropic requires one);
+	// DefaultAnthropicMaxTokens when unset.
+	DefaultMaxTokens int `yaml:"default_max_tokens"`
 	// ConnectTimeout bounds dialling the upstream.
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
 	// ResponseHeaderTimeout bounds the wait for response headers (non-stream calls).

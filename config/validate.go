@@ -51,6 +51,7 @@ func (c *Config) problems() []*Error {
 				add(fmt.Sprintf("%s.models[%d]", path, i), "must not be empty")
 			}
 		}
+		validateTypeSettings(path, p, add)
 		nonNegativeDurations(path, *p, add)
 		nonNegativeDurations(path+".simulator", p.Simulator, add)
 		if p.Simulator.Tokens < 0 {
