@@ -175,7 +175,11 @@ func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) ([]r
 			log.Error("provider type not supported yet; skipping it", "provider", name, "type", p.Type)
 			continue
 		default:
-			prov = openai.New(openai.Config{Name: name, BaseURL: p.BaseURL, APIKey: string(p.APIKey), Headers: p.Headers,
+			var az *openai.Azure
+			if p.Type == "azure" {
+				az = &openai.Azure{APIVersion: p.APIVersion, Deployments: p.Deployments, BearerToken: string(p.BearerToken)}
+			}
+			prov = openai.New(openai.Config{Name: name, BaseURL: p.BaseURL, APIKey: string(p.APIKey), Headers: p.Headers, Azure: az,
 				ConnectTimeout: p.ConnectTimeout, ResponseHeaderTimeout: p.ResponseHeaderTimeout, Timeout: p.Timeout,
 				StreamIdleTimeout: p.StreamIdleTimeout, FirstTokenTimeout: config.ResolveFirstTokenTimeout(cfg.Resilience, p.Resilience),
 				Log: log})
