@@ -184,10 +184,11 @@ func (t *ChunkTranslator) blockDelta(data []byte) ([]*pb.ChatCompletionChunk, er
 		}
 	case d.Type == DeltaSignature && b.typ == BlockThinking:
 		b.block.Signature += d.Signature
-	case d.Type == DeltaText, d.Type == DeltaInputJSON, d.Type == DeltaThinking, d.Type == DeltaSignature:
+	case (d.Type == DeltaText || d.Type == DeltaInputJSON || d.Type == DeltaThinking || d.Type == DeltaSignature) &&
+		(b.typ == BlockText || b.typ == BlockToolUse || b.typ == BlockThinking):
 		return nil, fmt.Errorf("%w: %s for a %s block", ErrMalformed, d.Type, b.typ)
 	}
-	return nil, nil // citations and deltas of blocks with no OpenAI form
+	return nil, nil // citations, delta types to come, deltas of blocks with no OpenAI form
 }
 
 func (t *ChunkTranslator) blockStop(data []byte) ([]*pb.ChatCompletionChunk, error) {
