@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -70,6 +71,9 @@ func validateAzure(path string, p *Provider, add addFunc) {
 	if p.BaseURL == "" {
 		add(path+".base_url", "type azure needs base_url: the resource's endpoint, such as "+
 			"https://my-resource.openai.azure.com (or https://my-resource.openai.azure.com/openai/v1 for the v1 API)")
+	} else if u, err := url.Parse(p.BaseURL); err == nil && u.Host != "" && (strings.Contains(u.Path, "/deployments") || u.RawQuery != "") {
+		add(path+".base_url", "%q is a request's URL: write the resource's endpoint, %s://%s (the deployment goes in "+
+			"deployments:, the api-version in api_version)", withoutUserinfo(p.BaseURL), u.Scheme, u.Host)
 	}
 	switch {
 	case p.APIKey != "" && p.BearerToken != "":

@@ -104,6 +104,10 @@ func TestProviderTypeSettingsMessages(t *testing.T) {
 		{name: "azure without base_url", yaml: "providers:\n  a:\n    type: azure\n    api_key: k\n",
 			want: `providers.a.base_url (line 2): type azure needs base_url: the resource's endpoint, such as ` +
 				`https://my-resource.openai.azure.com (or https://my-resource.openai.azure.com/openai/v1 for the v1 API)`},
+		{name: "azure base_url copied from a request",
+			yaml: "providers:\n  a:\n    type: azure\n    api_key: k\n    base_url: https://r.openai.azure.com/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21\n",
+			want: `providers.a.base_url (line 5): "https://r.openai.azure.com/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21" ` +
+				`is a request's URL: write the resource's endpoint, https://r.openai.azure.com (the deployment goes in deployments:, the api-version in api_version)`},
 		{name: "azure without a key", yaml: az + "    api_key: ${AZURE_OPENAI_API_KEY}\n",
 			want: `providers.a.api_key (line 5): type azure needs api_key (sent as the api-key header, e.g. api_key: ${AZURE_OPENAI_API_KEY}) ` +
 				`or bearer_token (a Microsoft Entra ID token); Azure refuses every call without one`},
