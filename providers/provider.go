@@ -5,6 +5,7 @@ package providers
 
 import (
 	"context"
+	"net/http"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/openaijson"
@@ -106,4 +107,25 @@ type EventStream interface {
 	Next() (Event, error)
 	// Close releases the upstream connection; safe to call more than once.
 	Close() error
+}
+
+// Embedder is implemented by providers that serve embeddings (OpenAI's POST
+// /embeddings). A provider without it answers an embeddings call with a 400
+// naming it (code "unsupported_endpoint"), from the server.
+type Embedder interface {
+	// Embed returns one embedding per input. req is the client's request; the
+	// provider sends it with its model replaced by a.Model and must not modify it
+	// (failover reuses it).
+	Embed(ctx context.Context, a Attempt, req *pb.CreateEmbeddingsRequest) (*pb.CreateEmbeddingsResponse, error)
+}
+
+// Passthrough is implemented by providers that can forward an arbitrary HTTP
+// request under their base URL (/p/{provider}/{path...}): the provider sets the
+// URL, Host and its own credentials; the caller has already removed the client's
+// credentials and hop-by-hop headers. Forward returns the upstream's response
+// whatever its status (the caller closes its body); an error means no response
+// arrived (a *Error with Transport or Timeout set).
+type Passthrough interface {
+	// Forward sends r (its URL path and query relative to the base URL) upstream.
+	Forward(ctx context.Context, a Attempt, r *http.Request) (*http.Response, error)
 }
