@@ -92,6 +92,15 @@ type Messenger interface {
 	StreamMessages(ctx context.Context, a Attempt, body []byte) (EventStream, error)
 }
 
+// TokenCounter is implemented by Messengers that count a Messages request's input
+// tokens natively (Anthropic's POST /v1/messages/count_tokens). The body is the
+// client's, with only its model rewritten to a.Model; the answer is the upstream's
+// body ({"input_tokens": N}). The /v1/messages/count_tokens surface answers 404
+// for a target without it.
+type TokenCounter interface {
+	CountTokens(ctx context.Context, a Attempt, body []byte) ([]byte, error)
+}
+
 // Event is one Server-Sent Event as the upstream framed it.
 type Event struct {
 	// Type is the event's "event:" field (Anthropic's event type).

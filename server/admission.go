@@ -29,8 +29,19 @@ var adminBodyRoutes = map[string]string{
 // refuses it, so that it gets its request id, log line, metrics and span like any
 // other; the handler never runs and the body is never read.
 func (f *front) authorized(w http.ResponseWriter, r *http.Request, method string) bool {
+	err := f.admit(w, r, method)
+	if err != nil {
+		writeError(w, err)
+	}
+	return err == nil
+}
+
+// admit is authorized's check: nil for an accepted key; else the refusal, run
+// through the chain (its headers copied to w), for the caller to write in its
+// surface's shape.
+func (f *front) admit(w http.ResponseWriter, r *http.Request, method string) error {
 	if _, err := f.opt.auth.verify(method, r.Header.Get("Authorization")); err == nil {
-		return true
+		return nil
 	}
 	sink := &headerSink{method: method}
 	ctx := grpc.NewContextWithServerTransportStream(incomingContext(r), sink)
@@ -38,6 +49,5 @@ func (f *front) authorized(w http.ResponseWriter, r *http.Request, method string
 		return nil, errors.New("the chain let a refused call through") // never: the chain checks the same key
 	})
 	copyHeaders(w, sink.header)
-	writeError(w, err)
-	return false
+	return err
 }
