@@ -1247,6 +1247,768 @@ func (x *ListProvidersResponse) GetProviders() []*Provider {
 	return nil
 }
 
+// KeyLimits are a virtual key's limits; 0 (or unset) is unlimited.
+type KeyLimits struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Requests per minute.
+	Rpm int32 `protobuf:"varint,1,opt,name=rpm,proto3" json:"rpm,omitempty"`
+	// Tokens per minute (prompt + completion; estimated at admission, corrected
+	// by the answer's usage).
+	Tpm int32 `protobuf:"varint,2,opt,name=tpm,proto3" json:"tpm,omitempty"`
+	// Calls in flight at once.
+	MaxConcurrency int32 `protobuf:"varint,3,opt,name=max_concurrency,proto3" json:"max_concurrency,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *KeyLimits) Reset() {
+	*x = KeyLimits{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyLimits) ProtoMessage() {}
+
+func (x *KeyLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyLimits.ProtoReflect.Descriptor instead.
+func (*KeyLimits) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *KeyLimits) GetRpm() int32 {
+	if x != nil {
+		return x.Rpm
+	}
+	return 0
+}
+
+func (x *KeyLimits) GetTpm() int32 {
+	if x != nil {
+		return x.Tpm
+	}
+	return 0
+}
+
+func (x *KeyLimits) GetMaxConcurrency() int32 {
+	if x != nil {
+		return x.MaxConcurrency
+	}
+	return 0
+}
+
+// Key is a virtual key as stored: never its secret.
+type Key struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Id, "key_" + 16 hex digits: what logs, metrics and traces name.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The admin's label (e.g. the calling service).
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// The secret's first characters ("sk-sy-AbC123"), to recognise it.
+	Prefix string `protobuf:"bytes,3,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// Models the key may call: "provider/model", "provider/*", a bare model name
+	// (that model on any provider), a virtual model's name, or "*" for all.
+	Models []string `protobuf:"bytes,4,rep,name=models,proto3" json:"models,omitempty"`
+	// The key's limits.
+	Limits *KeyLimits `protobuf:"bytes,5,opt,name=limits,proto3" json:"limits,omitempty"`
+	// When the key stops working (RFC 3339); empty: never.
+	ExpiresAt string `protobuf:"bytes,6,opt,name=expires_at,proto3" json:"expires_at,omitempty"`
+	// When it was made (RFC 3339).
+	CreatedAt string `protobuf:"bytes,7,opt,name=created_at,proto3" json:"created_at,omitempty"`
+	// When it last changed (RFC 3339).
+	UpdatedAt string `protobuf:"bytes,8,opt,name=updated_at,proto3" json:"updated_at,omitempty"`
+	// When it was revoked (RFC 3339); empty: it was not.
+	RevokedAt string `protobuf:"bytes,9,opt,name=revoked_at,proto3" json:"revoked_at,omitempty"`
+	// Spending cap in US dollars per budget_period; 0: none.
+	BudgetUsd float64 `protobuf:"fixed64,10,opt,name=budget_usd,proto3" json:"budget_usd,omitempty"`
+	// The budget's period ("day", "month").
+	BudgetPeriod  string `protobuf:"bytes,11,opt,name=budget_period,proto3" json:"budget_period,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Key) Reset() {
+	*x = Key{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Key) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Key) ProtoMessage() {}
+
+func (x *Key) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Key.ProtoReflect.Descriptor instead.
+func (*Key) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *Key) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Key) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Key) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *Key) GetModels() []string {
+	if x != nil {
+		return x.Models
+	}
+	return nil
+}
+
+func (x *Key) GetLimits() *KeyLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *Key) GetExpiresAt() string {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return ""
+}
+
+func (x *Key) GetCreatedAt() string {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return ""
+}
+
+func (x *Key) GetUpdatedAt() string {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return ""
+}
+
+func (x *Key) GetRevokedAt() string {
+	if x != nil {
+		return x.RevokedAt
+	}
+	return ""
+}
+
+func (x *Key) GetBudgetUsd() float64 {
+	if x != nil {
+		return x.BudgetUsd
+	}
+	return 0
+}
+
+func (x *Key) GetBudgetPeriod() string {
+	if x != nil {
+		return x.BudgetPeriod
+	}
+	return ""
+}
+
+// CreateKeyRequest is the new key's settings.
+type CreateKeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The admin's label (required).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Models the key may call (at least one; "*" for all).
+	Models []string `protobuf:"bytes,2,rep,name=models,proto3" json:"models,omitempty"`
+	// Its limits; unset: unlimited.
+	Limits *KeyLimits `protobuf:"bytes,3,opt,name=limits,proto3" json:"limits,omitempty"`
+	// When it stops working (RFC 3339, in the future); empty: never.
+	ExpiresAt string `protobuf:"bytes,4,opt,name=expires_at,proto3" json:"expires_at,omitempty"`
+	// Spending cap in US dollars per budget_period; 0: none.
+	BudgetUsd float64 `protobuf:"fixed64,5,opt,name=budget_usd,proto3" json:"budget_usd,omitempty"`
+	// The budget's period ("day", "month").
+	BudgetPeriod  string `protobuf:"bytes,6,opt,name=budget_period,proto3" json:"budget_period,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateKeyRequest) Reset() {
+	*x = CreateKeyRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateKeyRequest) ProtoMessage() {}
+
+func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
+func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *CreateKeyRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateKeyRequest) GetModels() []string {
+	if x != nil {
+		return x.Models
+	}
+	return nil
+}
+
+func (x *CreateKeyRequest) GetLimits() *KeyLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *CreateKeyRequest) GetExpiresAt() string {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return ""
+}
+
+func (x *CreateKeyRequest) GetBudgetUsd() float64 {
+	if x != nil {
+		return x.BudgetUsd
+	}
+	return 0
+}
+
+func (x *CreateKeyRequest) GetBudgetPeriod() string {
+	if x != nil {
+		return x.BudgetPeriod
+	}
+	return ""
+}
+
+// CreateKeyResponse is the key and its secret, shown this once.
+type CreateKeyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key.
+	Key *Key `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// The secret to send as "Authorization: Bearer ..." (or x-api-key).
+	Secret        string `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateKeyResponse) Reset() {
+	*x = CreateKeyResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateKeyResponse) ProtoMessage() {}
+
+func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
+func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *CreateKeyResponse) GetKey() *Key {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *CreateKeyResponse) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+// ListKeysRequest takes no parameters.
+type ListKeysRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListKeysRequest) Reset() {
+	*x = ListKeysRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListKeysRequest) ProtoMessage() {}
+
+func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
+func (*ListKeysRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{24}
+}
+
+// ListKeysResponse lists the keys.
+type ListKeysResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every key, oldest first.
+	Keys          []*Key `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListKeysResponse) Reset() {
+	*x = ListKeysResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListKeysResponse) ProtoMessage() {}
+
+func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
+func (*ListKeysResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ListKeysResponse) GetKeys() []*Key {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+// GetKeyRequest names a key.
+type GetKeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key's id.
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetKeyRequest) Reset() {
+	*x = GetKeyRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetKeyRequest) ProtoMessage() {}
+
+func (x *GetKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetKeyRequest.ProtoReflect.Descriptor instead.
+func (*GetKeyRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *GetKeyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// GetKeyResponse is the key.
+type GetKeyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key.
+	Key           *Key `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetKeyResponse) Reset() {
+	*x = GetKeyResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetKeyResponse) ProtoMessage() {}
+
+func (x *GetKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetKeyResponse.ProtoReflect.Descriptor instead.
+func (*GetKeyResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GetKeyResponse) GetKey() *Key {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+// UpdateKeyRequest names a key and the settings to change; what is left out
+// stays as it is.
+type UpdateKeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key's id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// A new label.
+	Name *string `protobuf:"bytes,2,opt,name=name,proto3,oneof" json:"name,omitempty"`
+	// A new allowlist (replaces the old one; empty: unchanged).
+	Models []string `protobuf:"bytes,3,rep,name=models,proto3" json:"models,omitempty"`
+	// New limits (replace all three; unset: unchanged).
+	Limits *KeyLimits `protobuf:"bytes,4,opt,name=limits,proto3" json:"limits,omitempty"`
+	// A new expiry (RFC 3339); "" removes it.
+	ExpiresAt *string `protobuf:"bytes,5,opt,name=expires_at,proto3,oneof" json:"expires_at,omitempty"`
+	// A new budget; 0 removes it.
+	BudgetUsd *float64 `protobuf:"fixed64,6,opt,name=budget_usd,proto3,oneof" json:"budget_usd,omitempty"`
+	// A new budget period.
+	BudgetPeriod  *string `protobuf:"bytes,7,opt,name=budget_period,proto3,oneof" json:"budget_period,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateKeyRequest) Reset() {
+	*x = UpdateKeyRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateKeyRequest) ProtoMessage() {}
+
+func (x *UpdateKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateKeyRequest.ProtoReflect.Descriptor instead.
+func (*UpdateKeyRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *UpdateKeyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *UpdateKeyRequest) GetName() string {
+	if x != nil && x.Name != nil {
+		return *x.Name
+	}
+	return ""
+}
+
+func (x *UpdateKeyRequest) GetModels() []string {
+	if x != nil {
+		return x.Models
+	}
+	return nil
+}
+
+func (x *UpdateKeyRequest) GetLimits() *KeyLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *UpdateKeyRequest) GetExpiresAt() string {
+	if x != nil && x.ExpiresAt != nil {
+		return *x.ExpiresAt
+	}
+	return ""
+}
+
+func (x *UpdateKeyRequest) GetBudgetUsd() float64 {
+	if x != nil && x.BudgetUsd != nil {
+		return *x.BudgetUsd
+	}
+	return 0
+}
+
+func (x *UpdateKeyRequest) GetBudgetPeriod() string {
+	if x != nil && x.BudgetPeriod != nil {
+		return *x.BudgetPeriod
+	}
+	return ""
+}
+
+// UpdateKeyResponse is the key after the change.
+type UpdateKeyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key.
+	Key           *Key `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateKeyResponse) Reset() {
+	*x = UpdateKeyResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateKeyResponse) ProtoMessage() {}
+
+func (x *UpdateKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateKeyResponse.ProtoReflect.Descriptor instead.
+func (*UpdateKeyResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *UpdateKeyResponse) GetKey() *Key {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+// RevokeKeyRequest names a key.
+type RevokeKeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key's id.
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeKeyRequest) Reset() {
+	*x = RevokeKeyRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeKeyRequest) ProtoMessage() {}
+
+func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
+func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *RevokeKeyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// RevokeKeyResponse is the revoked key.
+type RevokeKeyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key, with revoked_at set.
+	Key           *Key `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeKeyResponse) Reset() {
+	*x = RevokeKeyResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeKeyResponse) ProtoMessage() {}
+
+func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
+func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *RevokeKeyResponse) GetKey() *Key {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
 var File_switchyard_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
@@ -1320,13 +2082,82 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\x0frecent_failures\x18\v \x01(\x05R\x0frecent_failures\"\x16\n" +
 	"\x14ListProvidersRequest\"T\n" +
 	"\x15ListProvidersResponse\x12;\n" +
-	"\tproviders\x18\x01 \x03(\v2\x1d.switchyard.admin.v1.ProviderR\tproviders*|\n" +
+	"\tproviders\x18\x01 \x03(\v2\x1d.switchyard.admin.v1.ProviderR\tproviders\"Y\n" +
+	"\tKeyLimits\x12\x10\n" +
+	"\x03rpm\x18\x01 \x01(\x05R\x03rpm\x12\x10\n" +
+	"\x03tpm\x18\x02 \x01(\x05R\x03tpm\x12(\n" +
+	"\x0fmax_concurrency\x18\x03 \x01(\x05R\x0fmax_concurrency\"\xd7\x02\n" +
+	"\x03Key\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
+	"\x06prefix\x18\x03 \x01(\tR\x06prefix\x12\x16\n" +
+	"\x06models\x18\x04 \x03(\tR\x06models\x126\n" +
+	"\x06limits\x18\x05 \x01(\v2\x1e.switchyard.admin.v1.KeyLimitsR\x06limits\x12\x1e\n" +
+	"\n" +
+	"expires_at\x18\x06 \x01(\tR\n" +
+	"expires_at\x12\x1e\n" +
+	"\n" +
+	"created_at\x18\a \x01(\tR\n" +
+	"created_at\x12\x1e\n" +
+	"\n" +
+	"updated_at\x18\b \x01(\tR\n" +
+	"updated_at\x12\x1e\n" +
+	"\n" +
+	"revoked_at\x18\t \x01(\tR\n" +
+	"revoked_at\x12\x1e\n" +
+	"\n" +
+	"budget_usd\x18\n" +
+	" \x01(\x01R\n" +
+	"budget_usd\x12$\n" +
+	"\rbudget_period\x18\v \x01(\tR\rbudget_period\"\xdc\x01\n" +
+	"\x10CreateKeyRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06models\x18\x02 \x03(\tR\x06models\x126\n" +
+	"\x06limits\x18\x03 \x01(\v2\x1e.switchyard.admin.v1.KeyLimitsR\x06limits\x12\x1e\n" +
+	"\n" +
+	"expires_at\x18\x04 \x01(\tR\n" +
+	"expires_at\x12\x1e\n" +
+	"\n" +
+	"budget_usd\x18\x05 \x01(\x01R\n" +
+	"budget_usd\x12$\n" +
+	"\rbudget_period\x18\x06 \x01(\tR\rbudget_period\"W\n" +
+	"\x11CreateKeyResponse\x12*\n" +
+	"\x03key\x18\x01 \x01(\v2\x18.switchyard.admin.v1.KeyR\x03key\x12\x16\n" +
+	"\x06secret\x18\x02 \x01(\tR\x06secret\"\x11\n" +
+	"\x0fListKeysRequest\"@\n" +
+	"\x10ListKeysResponse\x12,\n" +
+	"\x04keys\x18\x01 \x03(\v2\x18.switchyard.admin.v1.KeyR\x04keys\"\x1f\n" +
+	"\rGetKeyRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"<\n" +
+	"\x0eGetKeyResponse\x12*\n" +
+	"\x03key\x18\x01 \x01(\v2\x18.switchyard.admin.v1.KeyR\x03key\"\xb9\x02\n" +
+	"\x10UpdateKeyRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
+	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x12\x16\n" +
+	"\x06models\x18\x03 \x03(\tR\x06models\x126\n" +
+	"\x06limits\x18\x04 \x01(\v2\x1e.switchyard.admin.v1.KeyLimitsR\x06limits\x12#\n" +
+	"\n" +
+	"expires_at\x18\x05 \x01(\tH\x01R\n" +
+	"expires_at\x88\x01\x01\x12#\n" +
+	"\n" +
+	"budget_usd\x18\x06 \x01(\x01H\x02R\n" +
+	"budget_usd\x88\x01\x01\x12)\n" +
+	"\rbudget_period\x18\a \x01(\tH\x03R\rbudget_period\x88\x01\x01B\a\n" +
+	"\x05_nameB\r\n" +
+	"\v_expires_atB\r\n" +
+	"\v_budget_usdB\x10\n" +
+	"\x0e_budget_period\"?\n" +
+	"\x11UpdateKeyResponse\x12*\n" +
+	"\x03key\x18\x01 \x01(\v2\x18.switchyard.admin.v1.KeyR\x03key\"\"\n" +
+	"\x10RevokeKeyRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"?\n" +
+	"\x11RevokeKeyResponse\x12*\n" +
+	"\x03key\x18\x01 \x01(\v2\x18.switchyard.admin.v1.KeyR\x03key*|\n" +
 	"\fBreakerState\x12\x1d\n" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
 	"\x12BREAKER_STATE_OPEN\x10\x02\x12\x1b\n" +
-	"\x17BREAKER_STATE_HALF_OPEN\x10\x032\xc0\n" +
-	"\n" +
+	"\x17BREAKER_STATE_HALF_OPEN\x10\x032\x8d\x0f\n" +
 	"\fAdminService\x12\x7f\n" +
 	"\fListBreakers\x12(.switchyard.admin.v1.ListBreakersRequest\x1a).switchyard.admin.v1.ListBreakersResponse\"\x1a\x82\xd3\xe4\x93\x02\x14\x12\x12/admin/v1/breakers\x12\x88\x01\n" +
 	"\fResetBreaker\x12(.switchyard.admin.v1.ResetBreakerRequest\x1a).switchyard.admin.v1.ResetBreakerResponse\"#\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/admin/v1/breakers:reset\x12\x84\x01\n" +
@@ -1335,7 +2166,12 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\x0fGetVirtualModel\x12+.switchyard.admin.v1.GetVirtualModelRequest\x1a,.switchyard.admin.v1.GetVirtualModelResponse\"}\x82\xd3\xe4\x93\x02wZ'\x12%/admin/v1/virtual_models/{source=*/*}Z)\x12'/admin/v1/virtual_models/{source=*/*/*}\x12!/admin/v1/virtual_models/{source}\x12\x9a\x01\n" +
 	"\x12UpsertVirtualModel\x12..switchyard.admin.v1.UpsertVirtualModelRequest\x1a/.switchyard.admin.v1.UpsertVirtualModelResponse\"#\x82\xd3\xe4\x93\x02\x1d:\x01*\x1a\x18/admin/v1/virtual_models\x12\xf4\x01\n" +
 	"\x12DeleteVirtualModel\x12..switchyard.admin.v1.DeleteVirtualModelRequest\x1a/.switchyard.admin.v1.DeleteVirtualModelResponse\"}\x82\xd3\xe4\x93\x02wZ'*%/admin/v1/virtual_models/{source=*/*}Z)*'/admin/v1/virtual_models/{source=*/*/*}*!/admin/v1/virtual_models/{source}\x12\x83\x01\n" +
-	"\rListProviders\x12).switchyard.admin.v1.ListProvidersRequest\x1a*.switchyard.admin.v1.ListProvidersResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/providersB\xd5\x01\n" +
+	"\rListProviders\x12).switchyard.admin.v1.ListProvidersRequest\x1a*.switchyard.admin.v1.ListProvidersResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/providers\x12u\n" +
+	"\tCreateKey\x12%.switchyard.admin.v1.CreateKeyRequest\x1a&.switchyard.admin.v1.CreateKeyResponse\"\x19\x82\xd3\xe4\x93\x02\x13:\x01*\"\x0e/admin/v1/keys\x12o\n" +
+	"\bListKeys\x12$.switchyard.admin.v1.ListKeysRequest\x1a%.switchyard.admin.v1.ListKeysResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/admin/v1/keys\x12n\n" +
+	"\x06GetKey\x12\".switchyard.admin.v1.GetKeyRequest\x1a#.switchyard.admin.v1.GetKeyResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/keys/{id}\x12z\n" +
+	"\tUpdateKey\x12%.switchyard.admin.v1.UpdateKeyRequest\x1a&.switchyard.admin.v1.UpdateKeyResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*2\x13/admin/v1/keys/{id}\x12w\n" +
+	"\tRevokeKey\x12%.switchyard.admin.v1.RevokeKeyRequest\x1a&.switchyard.admin.v1.RevokeKeyResponse\"\x1b\x82\xd3\xe4\x93\x02\x15*\x13/admin/v1/keys/{id}B\xd5\x01\n" +
 	"\x17com.switchyard.admin.v1B\n" +
 	"AdminProtoP\x01Z@github.com/switchyard/switchyard/gen/switchyard/admin/v1;adminv1\xa2\x02\x03SAX\xaa\x02\x13Switchyard.Admin.V1\xca\x02\x13Switchyard\\Admin\\V1\xe2\x02\x1fSwitchyard\\Admin\\V1\\GPBMetadata\xea\x02\x15Switchyard::Admin::V1b\x06proto3"
 
@@ -1352,7 +2188,7 @@ func file_switchyard_admin_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_switchyard_admin_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_switchyard_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_switchyard_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_switchyard_admin_v1_admin_proto_goTypes = []any{
 	(BreakerState)(0),                  // 0: switchyard.admin.v1.BreakerState
 	(*Breaker)(nil),                    // 1: switchyard.admin.v1.Breaker
@@ -1375,7 +2211,19 @@ var file_switchyard_admin_v1_admin_proto_goTypes = []any{
 	(*Provider)(nil),                   // 18: switchyard.admin.v1.Provider
 	(*ListProvidersRequest)(nil),       // 19: switchyard.admin.v1.ListProvidersRequest
 	(*ListProvidersResponse)(nil),      // 20: switchyard.admin.v1.ListProvidersResponse
-	(*structpb.Value)(nil),             // 21: google.protobuf.Value
+	(*KeyLimits)(nil),                  // 21: switchyard.admin.v1.KeyLimits
+	(*Key)(nil),                        // 22: switchyard.admin.v1.Key
+	(*CreateKeyRequest)(nil),           // 23: switchyard.admin.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),          // 24: switchyard.admin.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),            // 25: switchyard.admin.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),           // 26: switchyard.admin.v1.ListKeysResponse
+	(*GetKeyRequest)(nil),              // 27: switchyard.admin.v1.GetKeyRequest
+	(*GetKeyResponse)(nil),             // 28: switchyard.admin.v1.GetKeyResponse
+	(*UpdateKeyRequest)(nil),           // 29: switchyard.admin.v1.UpdateKeyRequest
+	(*UpdateKeyResponse)(nil),          // 30: switchyard.admin.v1.UpdateKeyResponse
+	(*RevokeKeyRequest)(nil),           // 31: switchyard.admin.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),          // 32: switchyard.admin.v1.RevokeKeyResponse
+	(*structpb.Value)(nil),             // 33: google.protobuf.Value
 }
 var file_switchyard_admin_v1_admin_proto_depIdxs = []int32{
 	0,  // 0: switchyard.admin.v1.Breaker.state:type_name -> switchyard.admin.v1.BreakerState
@@ -1383,34 +2231,52 @@ var file_switchyard_admin_v1_admin_proto_depIdxs = []int32{
 	1,  // 2: switchyard.admin.v1.ResetBreakerResponse.breaker:type_name -> switchyard.admin.v1.Breaker
 	1,  // 3: switchyard.admin.v1.TripBreakerResponse.breaker:type_name -> switchyard.admin.v1.Breaker
 	8,  // 4: switchyard.admin.v1.VirtualModel.targets:type_name -> switchyard.admin.v1.VirtualModelTarget
-	21, // 5: switchyard.admin.v1.VirtualModel.failover:type_name -> google.protobuf.Value
-	21, // 6: switchyard.admin.v1.VirtualModel.stream_resume:type_name -> google.protobuf.Value
+	33, // 5: switchyard.admin.v1.VirtualModel.failover:type_name -> google.protobuf.Value
+	33, // 6: switchyard.admin.v1.VirtualModel.stream_resume:type_name -> google.protobuf.Value
 	9,  // 7: switchyard.admin.v1.ListVirtualModelsResponse.virtual_models:type_name -> switchyard.admin.v1.VirtualModel
 	9,  // 8: switchyard.admin.v1.GetVirtualModelResponse.virtual_model:type_name -> switchyard.admin.v1.VirtualModel
 	9,  // 9: switchyard.admin.v1.UpsertVirtualModelRequest.virtual_model:type_name -> switchyard.admin.v1.VirtualModel
 	9,  // 10: switchyard.admin.v1.UpsertVirtualModelResponse.virtual_model:type_name -> switchyard.admin.v1.VirtualModel
 	18, // 11: switchyard.admin.v1.ListProvidersResponse.providers:type_name -> switchyard.admin.v1.Provider
-	2,  // 12: switchyard.admin.v1.AdminService.ListBreakers:input_type -> switchyard.admin.v1.ListBreakersRequest
-	4,  // 13: switchyard.admin.v1.AdminService.ResetBreaker:input_type -> switchyard.admin.v1.ResetBreakerRequest
-	6,  // 14: switchyard.admin.v1.AdminService.TripBreaker:input_type -> switchyard.admin.v1.TripBreakerRequest
-	10, // 15: switchyard.admin.v1.AdminService.ListVirtualModels:input_type -> switchyard.admin.v1.ListVirtualModelsRequest
-	12, // 16: switchyard.admin.v1.AdminService.GetVirtualModel:input_type -> switchyard.admin.v1.GetVirtualModelRequest
-	14, // 17: switchyard.admin.v1.AdminService.UpsertVirtualModel:input_type -> switchyard.admin.v1.UpsertVirtualModelRequest
-	16, // 18: switchyard.admin.v1.AdminService.DeleteVirtualModel:input_type -> switchyard.admin.v1.DeleteVirtualModelRequest
-	19, // 19: switchyard.admin.v1.AdminService.ListProviders:input_type -> switchyard.admin.v1.ListProvidersRequest
-	3,  // 20: switchyard.admin.v1.AdminService.ListBreakers:output_type -> switchyard.admin.v1.ListBreakersResponse
-	5,  // 21: switchyard.admin.v1.AdminService.ResetBreaker:output_type -> switchyard.admin.v1.ResetBreakerResponse
-	7,  // 22: switchyard.admin.v1.AdminService.TripBreaker:output_type -> switchyard.admin.v1.TripBreakerResponse
-	11, // 23: switchyard.admin.v1.AdminService.ListVirtualModels:output_type -> switchyard.admin.v1.ListVirtualModelsResponse
-	13, // 24: switchyard.admin.v1.AdminService.GetVirtualModel:output_type -> switchyard.admin.v1.GetVirtualModelResponse
-	15, // 25: switchyard.admin.v1.AdminService.UpsertVirtualModel:output_type -> switchyard.admin.v1.UpsertVirtualModelResponse
-	17, // 26: switchyard.admin.v1.AdminService.DeleteVirtualModel:output_type -> switchyard.admin.v1.DeleteVirtualModelResponse
-	20, // 27: switchyard.admin.v1.AdminService.ListProviders:output_type -> switchyard.admin.v1.ListProvidersResponse
-	20, // [20:28] is the sub-list for method output_type
-	12, // [12:20] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	21, // 12: switchyard.admin.v1.Key.limits:type_name -> switchyard.admin.v1.KeyLimits
+	21, // 13: switchyard.admin.v1.CreateKeyRequest.limits:type_name -> switchyard.admin.v1.KeyLimits
+	22, // 14: switchyard.admin.v1.CreateKeyResponse.key:type_name -> switchyard.admin.v1.Key
+	22, // 15: switchyard.admin.v1.ListKeysResponse.keys:type_name -> switchyard.admin.v1.Key
+	22, // 16: switchyard.admin.v1.GetKeyResponse.key:type_name -> switchyard.admin.v1.Key
+	21, // 17: switchyard.admin.v1.UpdateKeyRequest.limits:type_name -> switchyard.admin.v1.KeyLimits
+	22, // 18: switchyard.admin.v1.UpdateKeyResponse.key:type_name -> switchyard.admin.v1.Key
+	22, // 19: switchyard.admin.v1.RevokeKeyResponse.key:type_name -> switchyard.admin.v1.Key
+	2,  // 20: switchyard.admin.v1.AdminService.ListBreakers:input_type -> switchyard.admin.v1.ListBreakersRequest
+	4,  // 21: switchyard.admin.v1.AdminService.ResetBreaker:input_type -> switchyard.admin.v1.ResetBreakerRequest
+	6,  // 22: switchyard.admin.v1.AdminService.TripBreaker:input_type -> switchyard.admin.v1.TripBreakerRequest
+	10, // 23: switchyard.admin.v1.AdminService.ListVirtualModels:input_type -> switchyard.admin.v1.ListVirtualModelsRequest
+	12, // 24: switchyard.admin.v1.AdminService.GetVirtualModel:input_type -> switchyard.admin.v1.GetVirtualModelRequest
+	14, // 25: switchyard.admin.v1.AdminService.UpsertVirtualModel:input_type -> switchyard.admin.v1.UpsertVirtualModelRequest
+	16, // 26: switchyard.admin.v1.AdminService.DeleteVirtualModel:input_type -> switchyard.admin.v1.DeleteVirtualModelRequest
+	19, // 27: switchyard.admin.v1.AdminService.ListProviders:input_type -> switchyard.admin.v1.ListProvidersRequest
+	23, // 28: switchyard.admin.v1.AdminService.CreateKey:input_type -> switchyard.admin.v1.CreateKeyRequest
+	25, // 29: switchyard.admin.v1.AdminService.ListKeys:input_type -> switchyard.admin.v1.ListKeysRequest
+	27, // 30: switchyard.admin.v1.AdminService.GetKey:input_type -> switchyard.admin.v1.GetKeyRequest
+	29, // 31: switchyard.admin.v1.AdminService.UpdateKey:input_type -> switchyard.admin.v1.UpdateKeyRequest
+	31, // 32: switchyard.admin.v1.AdminService.RevokeKey:input_type -> switchyard.admin.v1.RevokeKeyRequest
+	3,  // 33: switchyard.admin.v1.AdminService.ListBreakers:output_type -> switchyard.admin.v1.ListBreakersResponse
+	5,  // 34: switchyard.admin.v1.AdminService.ResetBreaker:output_type -> switchyard.admin.v1.ResetBreakerResponse
+	7,  // 35: switchyard.admin.v1.AdminService.TripBreaker:output_type -> switchyard.admin.v1.TripBreakerResponse
+	11, // 36: switchyard.admin.v1.AdminService.ListVirtualModels:output_type -> switchyard.admin.v1.ListVirtualModelsResponse
+	13, // 37: switchyard.admin.v1.AdminService.GetVirtualModel:output_type -> switchyard.admin.v1.GetVirtualModelResponse
+	15, // 38: switchyard.admin.v1.AdminService.UpsertVirtualModel:output_type -> switchyard.admin.v1.UpsertVirtualModelResponse
+	17, // 39: switchyard.admin.v1.AdminService.DeleteVirtualModel:output_type -> switchyard.admin.v1.DeleteVirtualModelResponse
+	20, // 40: switchyard.admin.v1.AdminService.ListProviders:output_type -> switchyard.admin.v1.ListProvidersResponse
+	24, // 41: switchyard.admin.v1.AdminService.CreateKey:output_type -> switchyard.admin.v1.CreateKeyResponse
+	26, // 42: switchyard.admin.v1.AdminService.ListKeys:output_type -> switchyard.admin.v1.ListKeysResponse
+	28, // 43: switchyard.admin.v1.AdminService.GetKey:output_type -> switchyard.admin.v1.GetKeyResponse
+	30, // 44: switchyard.admin.v1.AdminService.UpdateKey:output_type -> switchyard.admin.v1.UpdateKeyResponse
+	32, // 45: switchyard.admin.v1.AdminService.RevokeKey:output_type -> switchyard.admin.v1.RevokeKeyResponse
+	33, // [33:46] is the sub-list for method output_type
+	20, // [20:33] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_switchyard_admin_v1_admin_proto_init() }
@@ -1418,13 +2284,14 @@ func file_switchyard_admin_v1_admin_proto_init() {
 	if File_switchyard_admin_v1_admin_proto != nil {
 		return
 	}
+	file_switchyard_admin_v1_admin_proto_msgTypes[28].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchyard_admin_v1_admin_proto_rawDesc), len(file_switchyard_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -609,6 +609,411 @@ export declare type ListProvidersResponse = Message<"switchyard.admin.v1.ListPro
 export declare const ListProvidersResponseSchema: GenMessage<ListProvidersResponse>;
 
 /**
+ * KeyLimits are a virtual key's limits; 0 (or unset) is unlimited.
+ *
+ * @generated from message switchyard.admin.v1.KeyLimits
+ */
+export declare type KeyLimits = Message<"switchyard.admin.v1.KeyLimits"> & {
+  /**
+   * Requests per minute.
+   *
+   * @generated from field: int32 rpm = 1;
+   */
+  rpm: number;
+
+  /**
+   * Tokens per minute (prompt + completion; estimated at admission, corrected
+   * by the answer's usage).
+   *
+   * @generated from field: int32 tpm = 2;
+   */
+  tpm: number;
+
+  /**
+   * Calls in flight at once.
+   *
+   * @generated from field: int32 max_concurrency = 3 [json_name = "max_concurrency"];
+   */
+  maxConcurrency: number;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.KeyLimits.
+ * Use `create(KeyLimitsSchema)` to create a new message.
+ */
+export declare const KeyLimitsSchema: GenMessage<KeyLimits>;
+
+/**
+ * Key is a virtual key as stored: never its secret.
+ *
+ * @generated from message switchyard.admin.v1.Key
+ */
+export declare type Key = Message<"switchyard.admin.v1.Key"> & {
+  /**
+   * Id, "key_" + 16 hex digits: what logs, metrics and traces name.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The admin's label (e.g. the calling service).
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * The secret's first characters ("sk-sy-AbC123"), to recognise it.
+   *
+   * @generated from field: string prefix = 3;
+   */
+  prefix: string;
+
+  /**
+   * Models the key may call: "provider/model", "provider/*", a bare model name
+   * (that model on any provider), a virtual model's name, or "*" for all.
+   *
+   * @generated from field: repeated string models = 4;
+   */
+  models: string[];
+
+  /**
+   * The key's limits.
+   *
+   * @generated from field: switchyard.admin.v1.KeyLimits limits = 5;
+   */
+  limits?: KeyLimits | undefined;
+
+  /**
+   * When the key stops working (RFC 3339); empty: never.
+   *
+   * @generated from field: string expires_at = 6 [json_name = "expires_at"];
+   */
+  expiresAt: string;
+
+  /**
+   * When it was made (RFC 3339).
+   *
+   * @generated from field: string created_at = 7 [json_name = "created_at"];
+   */
+  createdAt: string;
+
+  /**
+   * When it last changed (RFC 3339).
+   *
+   * @generated from field: string updated_at = 8 [json_name = "updated_at"];
+   */
+  updatedAt: string;
+
+  /**
+   * When it was revoked (RFC 3339); empty: it was not.
+   *
+   * @generated from field: string revoked_at = 9 [json_name = "revoked_at"];
+   */
+  revokedAt: string;
+
+  /**
+   * Spending cap in US dollars per budget_period; 0: none.
+   *
+   * @generated from field: double budget_usd = 10 [json_name = "budget_usd"];
+   */
+  budgetUsd: number;
+
+  /**
+   * The budget's period ("day", "month").
+   *
+   * @generated from field: string budget_period = 11 [json_name = "budget_period"];
+   */
+  budgetPeriod: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.Key.
+ * Use `create(KeySchema)` to create a new message.
+ */
+export declare const KeySchema: GenMessage<Key>;
+
+/**
+ * CreateKeyRequest is the new key's settings.
+ *
+ * @generated from message switchyard.admin.v1.CreateKeyRequest
+ */
+export declare type CreateKeyRequest = Message<"switchyard.admin.v1.CreateKeyRequest"> & {
+  /**
+   * The admin's label (required).
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Models the key may call (at least one; "*" for all).
+   *
+   * @generated from field: repeated string models = 2;
+   */
+  models: string[];
+
+  /**
+   * Its limits; unset: unlimited.
+   *
+   * @generated from field: switchyard.admin.v1.KeyLimits limits = 3;
+   */
+  limits?: KeyLimits | undefined;
+
+  /**
+   * When it stops working (RFC 3339, in the future); empty: never.
+   *
+   * @generated from field: string expires_at = 4 [json_name = "expires_at"];
+   */
+  expiresAt: string;
+
+  /**
+   * Spending cap in US dollars per budget_period; 0: none.
+   *
+   * @generated from field: double budget_usd = 5 [json_name = "budget_usd"];
+   */
+  budgetUsd: number;
+
+  /**
+   * The budget's period ("day", "month").
+   *
+   * @generated from field: string budget_period = 6 [json_name = "budget_period"];
+   */
+  budgetPeriod: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.CreateKeyRequest.
+ * Use `create(CreateKeyRequestSchema)` to create a new message.
+ */
+export declare const CreateKeyRequestSchema: GenMessage<CreateKeyRequest>;
+
+/**
+ * CreateKeyResponse is the key and its secret, shown this once.
+ *
+ * @generated from message switchyard.admin.v1.CreateKeyResponse
+ */
+export declare type CreateKeyResponse = Message<"switchyard.admin.v1.CreateKeyResponse"> & {
+  /**
+   * The key.
+   *
+   * @generated from field: switchyard.admin.v1.Key key = 1;
+   */
+  key?: Key | undefined;
+
+  /**
+   * The secret to send as "Authorization: Bearer ..." (or x-api-key).
+   *
+   * @generated from field: string secret = 2;
+   */
+  secret: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.CreateKeyResponse.
+ * Use `create(CreateKeyResponseSchema)` to create a new message.
+ */
+export declare const CreateKeyResponseSchema: GenMessage<CreateKeyResponse>;
+
+/**
+ * ListKeysRequest takes no parameters.
+ *
+ * @generated from message switchyard.admin.v1.ListKeysRequest
+ */
+export declare type ListKeysRequest = Message<"switchyard.admin.v1.ListKeysRequest"> & {
+};
+
+/**
+ * Describes the message switchyard.admin.v1.ListKeysRequest.
+ * Use `create(ListKeysRequestSchema)` to create a new message.
+ */
+export declare const ListKeysRequestSchema: GenMessage<ListKeysRequest>;
+
+/**
+ * ListKeysResponse lists the keys.
+ *
+ * @generated from message switchyard.admin.v1.ListKeysResponse
+ */
+export declare type ListKeysResponse = Message<"switchyard.admin.v1.ListKeysResponse"> & {
+  /**
+   * Every key, oldest first.
+   *
+   * @generated from field: repeated switchyard.admin.v1.Key keys = 1;
+   */
+  keys: Key[];
+};
+
+/**
+ * Describes the message switchyard.admin.v1.ListKeysResponse.
+ * Use `create(ListKeysResponseSchema)` to create a new message.
+ */
+export declare const ListKeysResponseSchema: GenMessage<ListKeysResponse>;
+
+/**
+ * GetKeyRequest names a key.
+ *
+ * @generated from message switchyard.admin.v1.GetKeyRequest
+ */
+export declare type GetKeyRequest = Message<"switchyard.admin.v1.GetKeyRequest"> & {
+  /**
+   * The key's id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.GetKeyRequest.
+ * Use `create(GetKeyRequestSchema)` to create a new message.
+ */
+export declare const GetKeyRequestSchema: GenMessage<GetKeyRequest>;
+
+/**
+ * GetKeyResponse is the key.
+ *
+ * @generated from message switchyard.admin.v1.GetKeyResponse
+ */
+export declare type GetKeyResponse = Message<"switchyard.admin.v1.GetKeyResponse"> & {
+  /**
+   * The key.
+   *
+   * @generated from field: switchyard.admin.v1.Key key = 1;
+   */
+  key?: Key | undefined;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.GetKeyResponse.
+ * Use `create(GetKeyResponseSchema)` to create a new message.
+ */
+export declare const GetKeyResponseSchema: GenMessage<GetKeyResponse>;
+
+/**
+ * UpdateKeyRequest names a key and the settings to change; what is left out
+ * stays as it is.
+ *
+ * @generated from message switchyard.admin.v1.UpdateKeyRequest
+ */
+export declare type UpdateKeyRequest = Message<"switchyard.admin.v1.UpdateKeyRequest"> & {
+  /**
+   * The key's id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * A new label.
+   *
+   * @generated from field: optional string name = 2;
+   */
+  name?: string | undefined;
+
+  /**
+   * A new allowlist (replaces the old one; empty: unchanged).
+   *
+   * @generated from field: repeated string models = 3;
+   */
+  models: string[];
+
+  /**
+   * New limits (replace all three; unset: unchanged).
+   *
+   * @generated from field: switchyard.admin.v1.KeyLimits limits = 4;
+   */
+  limits?: KeyLimits | undefined;
+
+  /**
+   * A new expiry (RFC 3339); "" removes it.
+   *
+   * @generated from field: optional string expires_at = 5 [json_name = "expires_at"];
+   */
+  expiresAt?: string | undefined;
+
+  /**
+   * A new budget; 0 removes it.
+   *
+   * @generated from field: optional double budget_usd = 6 [json_name = "budget_usd"];
+   */
+  budgetUsd?: number | undefined;
+
+  /**
+   * A new budget period.
+   *
+   * @generated from field: optional string budget_period = 7 [json_name = "budget_period"];
+   */
+  budgetPeriod?: string | undefined;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.UpdateKeyRequest.
+ * Use `create(UpdateKeyRequestSchema)` to create a new message.
+ */
+export declare const UpdateKeyRequestSchema: GenMessage<UpdateKeyRequest>;
+
+/**
+ * UpdateKeyResponse is the key after the change.
+ *
+ * @generated from message switchyard.admin.v1.UpdateKeyResponse
+ */
+export declare type UpdateKeyResponse = Message<"switchyard.admin.v1.UpdateKeyResponse"> & {
+  /**
+   * The key.
+   *
+   * @generated from field: switchyard.admin.v1.Key key = 1;
+   */
+  key?: Key | undefined;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.UpdateKeyResponse.
+ * Use `create(UpdateKeyResponseSchema)` to create a new message.
+ */
+export declare const UpdateKeyResponseSchema: GenMessage<UpdateKeyResponse>;
+
+/**
+ * RevokeKeyRequest names a key.
+ *
+ * @generated from message switchyard.admin.v1.RevokeKeyRequest
+ */
+export declare type RevokeKeyRequest = Message<"switchyard.admin.v1.RevokeKeyRequest"> & {
+  /**
+   * The key's id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.RevokeKeyRequest.
+ * Use `create(RevokeKeyRequestSchema)` to create a new message.
+ */
+export declare const RevokeKeyRequestSchema: GenMessage<RevokeKeyRequest>;
+
+/**
+ * RevokeKeyResponse is the revoked key.
+ *
+ * @generated from message switchyard.admin.v1.RevokeKeyResponse
+ */
+export declare type RevokeKeyResponse = Message<"switchyard.admin.v1.RevokeKeyResponse"> & {
+  /**
+   * The key, with revoked_at set.
+   *
+   * @generated from field: switchyard.admin.v1.Key key = 1;
+   */
+  key?: Key | undefined;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.RevokeKeyResponse.
+ * Use `create(RevokeKeyResponseSchema)` to create a new message.
+ */
+export declare const RevokeKeyResponseSchema: GenMessage<RevokeKeyResponse>;
+
+/**
  * BreakerState is a circuit breaker's state.
  *
  * @generated from enum switchyard.admin.v1.BreakerState
@@ -741,6 +1146,61 @@ export declare const AdminService: GenService<{
     methodKind: "unary";
     input: typeof ListProvidersRequestSchema;
     output: typeof ListProvidersResponseSchema;
+  },
+  /**
+   * --- keys ---
+   * CreateKey makes a virtual key: an API key for one calling service, with its
+   * model allowlist, limits and optional expiry. The response carries the secret
+   * ("sk-sy-..."), shown this once: only its SHA-256 is kept.
+   *
+   * @generated from rpc switchyard.admin.v1.AdminService.CreateKey
+   */
+  createKey: {
+    methodKind: "unary";
+    input: typeof CreateKeyRequestSchema;
+    output: typeof CreateKeyResponseSchema;
+  },
+  /**
+   * ListKeys returns every virtual key, revoked ones included (never a secret).
+   *
+   * @generated from rpc switchyard.admin.v1.AdminService.ListKeys
+   */
+  listKeys: {
+    methodKind: "unary";
+    input: typeof ListKeysRequestSchema;
+    output: typeof ListKeysResponseSchema;
+  },
+  /**
+   * GetKey returns one virtual key by id.
+   *
+   * @generated from rpc switchyard.admin.v1.AdminService.GetKey
+   */
+  getKey: {
+    methodKind: "unary";
+    input: typeof GetKeyRequestSchema;
+    output: typeof GetKeyResponseSchema;
+  },
+  /**
+   * UpdateKey changes a key's name, models, limits, expiry or budget; fields left
+   * out stay as they are. The secret stays the same. In force on the next request.
+   *
+   * @generated from rpc switchyard.admin.v1.AdminService.UpdateKey
+   */
+  updateKey: {
+    methodKind: "unary";
+    input: typeof UpdateKeyRequestSchema;
+    output: typeof UpdateKeyResponseSchema;
+  },
+  /**
+   * RevokeKey revokes a key at once: it is refused from the next request on, and
+   * stays listed as revoked.
+   *
+   * @generated from rpc switchyard.admin.v1.AdminService.RevokeKey
+   */
+  revokeKey: {
+    methodKind: "unary";
+    input: typeof RevokeKeyRequestSchema;
+    output: typeof RevokeKeyResponseSchema;
   },
 }>;
 
