@@ -92,7 +92,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	}
 	infos := map[string]server.ProviderInfo{}
 	for name, p := range cfg.Providers {
-		infos[name] = server.ProviderInfo{Type: p.Type, BaseURL: providers.DisplayURL(p.BaseURL)}
+		infos[name] = server.ProviderInfo{Type: p.Type, BaseURL: providers.DisplayURL(p.BaseURL), EmbeddingModels: p.EmbeddingModels}
 	}
 	rt.Discover(ctx, discoveryTimeout)
 	if len(rt.Models()) == 0 {
@@ -102,7 +102,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 		Log: log, Router: rt, MaxBodyBytes: cfg.Server.MaxBodyBytes, DrainTimeout: cfg.Server.DrainTimeout,
 		WriteTimeout: cfg.Server.StreamIdleTimeout, ReadTimeout: cfg.Server.ReadTimeout, IdleTimeout: cfg.Server.IdleTimeout,
 		MaxConnectionAge: cfg.Server.MaxConnectionAge, MaxConnectionAgeGrace: cfg.Server.MaxConnectionAgeGrace,
-		Failover: cfg.Failover, Providers: infos,
+		Failover: cfg.Failover, Providers: infos, Targets: targets,
 		PersistVirtualModels: st.Save, Metrics: m, Tracer: tracer,
 		Keys: server.Keys{Master: string(cfg.Server.MasterKey), Admin: string(cfg.Server.AdminKey)},
 	})
@@ -165,6 +165,7 @@ func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) ([]r
 		switch p.Type {
 		case "simulator":
 			prov = simulator.New(simulator.Config{Name: name, TimeToFirstToken: p.Simulator.TimeToFirstToken,
+				EmbeddingModels: p.EmbeddingModels, Dimensions: p.Simulator.Dimensions,
 				TokenDelay: p.Simulator.TokenDelay, Tokens: p.Simulator.Tokens, Models: p.Models})
 			if name == config.SimulatorName && len(cfg.Providers) == 1 {
 				log.Warn("no providers configured: serving the built-in simulator (deterministic text, no network). " +
@@ -191,7 +192,8 @@ func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) ([]r
 		log.Info("provider configured", "provider", name, "type", p.Type, "base_url", providers.DisplayURL(p.BaseURL),
 			"configured_models", len(p.Models), "max_retries", retry.MaxRetries, "breaker", breaker.Active(),
 			"breaker_scope", string(breaker.Scope))
-		targets = append(targets, router.Target{Provider: prov, Configured: p.Models, Guard: guard})
+		configured := slices.Concat(p.Models, p.EmbeddingModels)
+		targets = append(targets, router.Target{Provider: prov, Configured: configured, Guard: guard})
 	}
 	if len(targets) == 0 {
 		return nil, errors.New("no usable provider: configure at least one provider Switchyard supports")

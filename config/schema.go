@@ -68,6 +68,9 @@ type Provider struct {
 	APIKey Secret `yaml:"api_key"`
 	// Models are served even when discovery (GET {base_url}/models) fails.
 	Models []string `yaml:"models"`
+	// EmbeddingModels are served like models and marked "mode": "embedding" in
+	// /v1/models (names containing "embed" are marked without being listed here).
+	EmbeddingModels []string `yaml:"embedding_models"`
 	// Headers are added to every upstream request.
 	Headers map[string]string `yaml:"headers"`
 	// APIVersion (type azure) is the api-version query parameter of Azure's
@@ -106,6 +109,9 @@ type Simulator struct {
 	TokenDelay time.Duration `yaml:"token_delay"`
 	// Tokens is the answer length in tokens (words).
 	Tokens int `yaml:"tokens"`
+	// Dimensions is the length of its embeddings when a request sets none
+	// (default 256).
+	Dimensions int `yaml:"dimensions"`
 }
 
 // Resilience is a retry and breaker block. Every field is optional: unset fields

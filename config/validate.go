@@ -54,6 +54,9 @@ func (c *Config) problems() []*Error {
 		validateTypeSettings(path, p, add)
 		nonNegativeDurations(path, *p, add)
 		nonNegativeDurations(path+".simulator", p.Simulator, add)
+		if p.Simulator.Dimensions < 0 {
+			add(path+".simulator.dimensions", "must not be negative; got %d", p.Simulator.Dimensions)
+		}
 		if p.Simulator.Tokens < 0 {
 			add(path+".simulator.tokens", "must not be negative; got %d", p.Simulator.Tokens)
 		}

@@ -19,6 +19,8 @@ import (
 // ProviderInfo is what the admin API shows of a provider's configuration.
 type ProviderInfo struct {
 	Type, BaseURL string
+	// EmbeddingModels are the models its config lists under embedding_models.
+	EmbeddingModels []string
 }
 
 // adminService serves switchyard.admin.v1.AdminService.

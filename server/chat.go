@@ -245,13 +245,13 @@ func (s *chatService) incomplete(ctx context.Context, route router.Route, err er
 func (s *modelService) GetModel(_ context.Context, req *pb.GetModelRequest) (*pb.GetModelResponse, error) {
 	id := req.GetModel()
 	if _, err := s.router.VirtualModel(id); err == nil {
-		return &pb.GetModelResponse{Model: &pb.Model{Id: id, Object: "model", OwnedBy: "switchyard"}}, nil
+		return &pb.GetModelResponse{Model: &pb.Model{Id: id, Object: "model", OwnedBy: "switchyard", Mode: s.mode(id, true)}}, nil
 	}
 	route, err := s.router.Resolve(id)
 	if err != nil {
 		return nil, toStatus(s.log, err)
 	}
-	m := &pb.Model{Id: route.String(), Object: "model", OwnedBy: route.Provider}
+	m := &pb.Model{Id: route.String(), Object: "model", OwnedBy: route.Provider, Mode: s.mode(route.String(), false)}
 	for _, listed := range s.router.Models() {
 		if listed.ID == m.Id {
 			m.OwnedBy = listed.OwnedBy
@@ -265,13 +265,15 @@ type modelService struct {
 	pb.UnimplementedModelServiceServer
 	log    *slog.Logger
 	router *router.Router
+	// embeds tells embedding models (see embedsRule); nil marks none.
+	embeds func(router.Route) bool
 }
 
 func (s *modelService) ListModels(context.Context, *pb.ListModelsRequest) (*pb.ListModelsResponse, error) {
 	models := s.router.Models()
 	out := &pb.ListModelsResponse{Object: "list", Data: make([]*pb.Model, 0, len(models))}
 	for _, m := range models {
-		out.Data = append(out.Data, &pb.Model{Id: m.ID, Object: "model", OwnedBy: m.OwnedBy})
+		out.Data = append(out.Data, &pb.Model{Id: m.ID, Object: "model", OwnedBy: m.OwnedBy, Mode: s.mode(m.ID, m.OwnedBy == "switchyard")})
 	}
 	return out, nil
 }

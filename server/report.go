@@ -42,6 +42,7 @@ type report struct {
 	model     string       // as asked
 	target    router.Route // that answered (or failed last)
 	stream    bool
+	op        string // the endpoint kind in spans: "" is chat
 	trace     router.Trace
 	tokensIn  int
 	tokensOut int
@@ -116,7 +117,7 @@ func (r *report) annotate(span trace.Span, err error) {
 	}
 	span.SetAttributes(attribute.String("switchyard.surface", r.surface), attribute.String("switchyard.request_id", r.id))
 	if r.model != "" {
-		span.SetAttributes(attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.request.model", r.model),
+		span.SetAttributes(attribute.String("gen_ai.operation.name", orDefault(r.op, "chat")), attribute.String("gen_ai.request.model", r.model),
 			attribute.Bool("switchyard.stream", r.stream), attribute.Int64("switchyard.attempts", r.trace.Attempts),
 			attribute.Int("switchyard.failovers", r.trace.Failovers),
 			attribute.Int("gen_ai.usage.input_tokens", r.tokensIn), attribute.Int("gen_ai.usage.output_tokens", r.tokensOut))

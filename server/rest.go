@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -122,6 +123,17 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
+	case "/v1/embeddings":
+		if r.Method == http.MethodPost {
+			if f.authorized(w, r, pb.EmbeddingService_CreateEmbeddings_FullMethodName) {
+				f.embeddings(w, r)
+			}
+			return
+		}
+	}
+	if strings.HasPrefix(r.URL.Path, passthroughPrefix) {
+		f.passthrough(w, r)
+		return
 	}
 	if method, ok := adminBodyRoutes[r.Method+" "+r.URL.Path]; ok && !f.authorized(w, r, method) {
 		return

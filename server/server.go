@@ -52,6 +52,9 @@ type Config struct {
 	PersistVirtualModels func([]config.VirtualModel) error
 	// Providers describes each provider for the admin API (no secrets).
 	Providers map[string]ProviderInfo
+	// Targets are the router's targets (providers with their guards), for
+	// passthrough (/p/{provider}/...) and for /v1/models to tell embedding models.
+	Targets []router.Target
 	// Tracer makes the server spans; nil traces nothing.
 	Tracer trace.Tracer
 	// Metrics receives request metrics and serves /metrics; nil makes a private one.
@@ -118,12 +121,19 @@ func New(cfg Config) (*Server, error) {
 	auth := authorizer{keys: cfg.Keys}
 	unary, stream := interceptors(chain{log: cfg.Log, m: cfg.Metrics, tracer: cfg.Tracer, auth: auth, drain: drain})
 	chat := &chatService{log: cfg.Log, router: cfg.Router, metrics: cfg.Metrics, writeTimeout: cfg.WriteTimeout}
-	models := &modelService{log: cfg.Log, router: cfg.Router}
+	targets := map[string]router.Target{}
+	for _, t := range cfg.Targets {
+		targets[t.Provider.Name()] = t
+	}
+	models := &modelService{log: cfg.Log, router: cfg.Router, embeds: embedsRule(targets, cfg.Providers)}
+	embed := &embeddingService{log: cfg.Log, router: cfg.Router, providers: cfg.Providers}
+	pass := &passthroughService{log: cfg.Log, targets: targets, providers: cfg.Providers, writeTimeout: cfg.WriteTimeout}
 	admin := &adminService{log: cfg.Log, router: cfg.Router, failover: cfg.Failover,
 		persist: cfg.PersistVirtualModels, providers: cfg.Providers}
 	register := func(gs *grpc.Server) {
 		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.ChatService_ServiceDesc), chat)
 		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.ModelService_ServiceDesc), models)
+		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.EmbeddingService_ServiceDesc), embed)
 		gs.RegisterService(decodeErrorsAsInvalidArgument(&adminpb.AdminService_ServiceDesc), admin)
 	}
 	// Both servers: the chain; protobuf as always, encoded by generated code instead
@@ -154,7 +164,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.conn = conn
-	handler, err := newREST(context.Background(), conn, restOptions{in: inProcess{unary: unary, stream: stream, chat: chat}, auth: auth, metrics: cfg.Metrics.Handler(),
+	handler, err := newREST(context.Background(), conn, restOptions{in: inProcess{unary: unary, stream: stream, chat: chat, embed: embed, pass: pass}, auth: auth, metrics: cfg.Metrics.Handler(),
 		writeTimeout: cfg.WriteTimeout, readTimeout: cfg.ReadTimeout, log: cfg.Log, maxBodyBytes: cfg.MaxBodyBytes, ready: s.readiness})
 	if err != nil {
 		return nil, err
