@@ -103,6 +103,8 @@ func refuseUnsupported(req *pb.ChatCompletionRequest) error {
 		return unsupported("presence_penalty", "Anthropic has no presence penalty")
 	case req.GetFrequencyPenalty() != 0:
 		return unsupported("frequency_penalty", "Anthropic has no frequency penalty")
+	case req.GetTemperature() > 1:
+		return unsupported("temperature", "Anthropic's temperature is 0 to 1, got %g", req.GetTemperature())
 	case req.Seed != nil:
 		return unsupported("seed", "Anthropic has no sampling seed")
 	case len(req.Metadata) > 0:
