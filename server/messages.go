@@ -55,24 +55,30 @@ func (f *front) messages(w http.ResponseWriter, r *http.Request) {
 		writeMessagesError(w, err)
 		return
 	}
+	// The head is read here to pick the handler; a bad one is the handler's
+	// answer, so that it has its request line like any other call.
+	read := anthropicjson.ReadHead
+	if count {
+		read = anthropicjson.ReadCountHead
+	}
+	req := messageRequest{body: body}
+	req.head, req.err = read(body)
 	ms := messagesService{f.in.chat}
 	switch {
 	case count:
-		f.unaryMessages(w, r, methodCountTokens, func(ctx context.Context) ([]byte, error) { return ms.countTokens(ctx, body) })
-	case wantsStream(body):
-		f.streamMessages(w, r, ms, body)
+		f.unaryMessages(w, r, methodCountTokens, func(ctx context.Context) ([]byte, error) { return ms.countTokens(ctx, req) })
+	case req.head.Stream:
+		f.streamMessages(w, r, ms, req)
 	default:
-		f.unaryMessages(w, r, methodCreateMessage, func(ctx context.Context) ([]byte, error) { return ms.create(ctx, body) })
+		f.unaryMessages(w, r, methodCreateMessage, func(ctx context.Context) ([]byte, error) { return ms.create(ctx, req) })
 	}
 }
 
-// wantsStream reads "stream" to pick the handler; the handler checks the body.
-func wantsStream(body []byte) bool {
-	var head struct {
-		Stream json.RawMessage `json:"stream"`
-	}
-	_ = json.Unmarshal(body, &head)
-	return string(head.Stream) == "true"
+// messageRequest is a request's body and its head as read (or why it could not be).
+type messageRequest struct {
+	body []byte
+	head anthropicjson.Head
+	err  error
 }
 
 // unaryMessages runs a call that answers with one JSON body.
@@ -95,26 +101,27 @@ func (f *front) unaryMessages(w http.ResponseWriter, r *http.Request, method str
 // metrics and log.
 type messagesService struct{ *chatService }
 
-// start is what every call does first: read the request's head and name the
-// model on the request line.
-func (s messagesService) start(ctx context.Context, body []byte, read func([]byte) (anthropicjson.Head, error)) (anthropicjson.Head, *report, router.Call, error) {
+// start is what every call does first: refuse a bad head, name the model on the
+// request line.
+func (s messagesService) start(ctx context.Context, req messageRequest) (*report, router.Call, error) {
 	rep := reportOf(ctx)
+	rep.op = opMessages
 	call := callOf(ctx)
 	call.Trace, call.Op = &rep.trace, opMessages
-	head, err := read(body)
-	if err != nil {
-		return head, rep, call, surfaceError(err)
+	if req.err != nil {
+		return rep, call, surfaceError(req.err)
 	}
-	rep.model = head.Model
-	return head, rep, call, nil
+	rep.model = req.head.Model
+	return rep, call, nil
 }
 
 // create answers a non-stream message.
-func (s messagesService) create(ctx context.Context, body []byte) ([]byte, error) {
-	head, rep, call, err := s.start(ctx, body, anthropicjson.ReadHead)
+func (s messagesService) create(ctx context.Context, req messageRequest) ([]byte, error) {
+	rep, call, err := s.start(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	body, head := req.body, req.head
 	chat := &translation{body: body}
 	resp, route, err := router.Unary(s.router, ctx, head.Model, call, func(ctx context.Context, t router.Target, a providers.Attempt) ([]byte, error) {
 		if m, ok := t.Provider.(providers.Messenger); ok {
@@ -184,11 +191,12 @@ func inputTokens(u anthropicjson.Usage) int {
 // countTokens passes a count_tokens request to the model's target when it counts
 // tokens natively (an Anthropic target); any other target answers 404: the chat
 // wire has no token counting endpoint.
-func (s messagesService) countTokens(ctx context.Context, body []byte) ([]byte, error) {
-	head, rep, call, err := s.start(ctx, body, anthropicjson.ReadCountHead)
+func (s messagesService) countTokens(ctx context.Context, req messageRequest) ([]byte, error) {
+	rep, call, err := s.start(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	body, head := req.body, req.head
 	resp, route, err := router.Unary(s.router, ctx, head.Model, call, func(ctx context.Context, t router.Target, a providers.Attempt) ([]byte, error) {
 		tc, ok := t.Provider.(providers.TokenCounter)
 		if !ok {

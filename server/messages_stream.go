@@ -20,13 +20,13 @@ import (
 // ("event: TYPE\ndata: JSON\n\n"). A failure before the first event is a plain
 // JSON error with its status; a failure after it is one "error" event and no
 // message_stop, so that no SDK takes a broken stream for a whole message.
-func (f *front) streamMessages(w http.ResponseWriter, r *http.Request, ms messagesService, body []byte) {
+func (f *front) streamMessages(w http.ResponseWriter, r *http.Request, ms messagesService, req messageRequest) {
 	sink := &headerSink{method: methodStreamMessage}
 	ss := &sseStream{sink: sink, w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 1024), timeout: f.opt.writeTimeout}
 	ss.ctx = grpc.NewContextWithServerTransportStream(incomingContext(r), sink)
 	info := &grpc.StreamServerInfo{FullMethod: sink.method, IsServerStream: true}
 	err := f.in.stream(f.in.chat, ss, info, func(_ any, stream grpc.ServerStream) error {
-		return ms.stream(stream.Context(), body, ss)
+		return ms.stream(stream.Context(), req, ss)
 	})
 	if !ss.started {
 		copyHeaders(w, sink.header)
@@ -62,12 +62,13 @@ func (s *sseStream) SendEvent(typ string, data []byte) error {
 }
 
 // stream opens the stream along the model's targets and relays its events.
-func (s messagesService) stream(ctx context.Context, body []byte, sse *sseStream) error {
-	head, rep, call, err := s.start(ctx, body, anthropicjson.ReadHead)
+func (s messagesService) stream(ctx context.Context, req messageRequest, sse *sseStream) error {
+	rep, call, err := s.start(ctx, req)
 	rep.stream = true
 	if err != nil {
 		return err
 	}
+	body, head := req.body, req.head
 	call.IncludeUsage = true // the chat wire counts tokens only when asked
 	// upstream is the upstream call's own context: cancelling it releases the
 	// upstream without touching the client's call.
