@@ -24,7 +24,8 @@ func addRecordings(f *testing.F) {
 }
 
 // FuzzFromChat: whatever request the REST surface decodes, FromChat does not
-// panic, and what it accepts is a JSON Anthropic request with the model set.
+// panic, and what it accepts is a JSON Anthropic request with the model set,
+// alternating turns and tool inputs that are objects.
 func FuzzFromChat(f *testing.F) {
 	for _, s := range []string{
 		`{"model":"x","messages":[{"role":"user","content":"hi"}]}`,
@@ -45,7 +46,17 @@ func FuzzFromChat(f *testing.F) {
 		var r Request
 		require.NoError(t, json.Unmarshal(out, &r), "%s", out)
 		require.Equal(t, "claude", r.Model)
-		require.Positive(t, r.MaxTokens+1) // written, whatever its value
+		for i := 1; i < len(r.Messages); i++ {
+			require.NotEqual(t, r.Messages[i-1].Role, r.Messages[i].Role, "turns alternate: %s", out)
+		}
+		for _, m := range r.Messages {
+			for _, b := range m.Content.Blocks {
+				if b.Type == BlockToolUse {
+					var input map[string]json.RawMessage
+					require.NoError(t, json.Unmarshal(b.Input, &input), "tool input is an object: %s", out)
+				}
+			}
+		}
 	})
 }
 
