@@ -72,3 +72,16 @@ func Unreadable(provider, what string, err error) *Error {
 	return &Error{Provider: provider, Status: http.StatusBadGateway, Kind: KindUnreadable,
 		Code: "upstream_unreadable", Err: err, Message: fmt.Sprintf("provider %s %s: %v", provider, what, err)}
 }
+
+// RefusedCredentials rewrites an upstream 401/403: it refused Switchyard's own
+// key, not the client's, so the client sees 502 naming the provider (an SDK must
+// not report its caller's key as invalid) and the chain fails over (the target is
+// out of service until an operator fixes the key). Retries and breakers still see
+// the upstream's status (Answered): a refused key is not retried.
+func RefusedCredentials(e *Error) {
+	e.Message = fmt.Sprintf("provider %s refused Switchyard's credentials (upstream %d %s): %s",
+		e.Provider, e.Status, http.StatusText(e.Status), e.Message)
+	e.Answered, e.Status = e.Status, http.StatusBadGateway
+	e.Type, e.Code, e.Param = "server_error", "upstream_authentication_failed", ""
+	e.Kind = KindUpstreamAuth
+}

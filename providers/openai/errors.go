@@ -3,7 +3,6 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -50,11 +49,7 @@ func (c *Client) parseError(status int, h http.Header, body []byte) *providers.E
 func (c *Client) authFailure(e *providers.Error) {
 	c.log.Error("the provider refused Switchyard's credentials: check its api_key", "provider", c.name,
 		"status", e.Status, "error", c.redactString(e.Message))
-	e.Message = fmt.Sprintf("provider %s refused Switchyard's credentials (upstream %d %s): %s",
-		c.name, e.Status, http.StatusText(e.Status), e.Message)
-	e.Answered, e.Status = e.Status, http.StatusBadGateway
-	e.Type, e.Code, e.Param = "server_error", "upstream_authentication_failed", ""
-	e.Kind = providers.KindUpstreamAuth
+	providers.RefusedCredentials(e)
 }
 
 // fillError copies message, type, param and code from an error body into e. It

@@ -95,7 +95,7 @@ type heldChunk struct {
 	raw   []byte
 }
 
-// readFirst reads up to the first event that carries content (see hasContent),
+// readFirst reads up to the first event that carries content (see providers.HasContent),
 // holding every event before it. Errors here are plain errors with a status: no
 // byte has reached the client, so the attempt can be retried. A stream that ends
 // with nothing but role-only chunks is an empty stream.
@@ -117,31 +117,10 @@ func (s *stream) readFirst() error {
 			return s.c.unreadable("sent an unreadable stream event", err)
 		}
 		s.held = append(s.held, heldChunk{chunk: chunk, raw: append([]byte(nil), data...)})
-		if hasContent(chunk) || len(s.held) >= sse.MaxHeld {
+		if providers.HasContent(chunk) || len(s.held) >= sse.MaxHeld {
 			return nil
 		}
 	}
-}
-
-// reasoningKeys are the delta members upstreams stream reasoning in.
-var reasoningKeys = []string{"reasoning_content", "reasoning"}
-
-// hasContent reports whether chunk starts the answer: text, reasoning, a refusal,
-// a tool-call delta, or a finish (an empty answer is an answer). A role-only
-// chunk, or one without choices, does not.
-func hasContent(chunk *pb.ChatCompletionChunk) bool {
-	for _, ch := range chunk.GetChoices() {
-		d := ch.GetDelta()
-		if d.GetContent() != "" || d.GetRefusal() != "" || len(d.GetToolCalls()) > 0 || ch.GetFinishReason() != "" {
-			return true
-		}
-		for _, k := range reasoningKeys {
-			if v := d.GetExtra().GetFields()[k]; v != nil && v.GetStringValue() != "" {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func (s *stream) decode(data []byte) (*pb.ChatCompletionChunk, error) {
