@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -275,4 +278,24 @@ func modelModes(t *testing.T, g *gateway) map[string]string {
 		modes[m.ID] = m.Mode
 	}
 	return modes
+}
+
+// TestEmbeddingsNodeSDK runs e2e/node_embeddings with node's test runner: the
+// Node SDK's embeddings.create (its default base64, float, base64 as a string).
+func TestEmbeddingsNodeSDK(t *testing.T) {
+	t.Parallel()
+	_, err := os.Stat("../node_modules/openai/package.json")
+	require.NoError(t, err, "the Node OpenAI SDK is missing: run the tests through `make test` (it runs npm ci)")
+	g, emb := startEmbeddings(t, "  master_key: sk-node\n", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "--test", "--test-reporter=spec", "node_embeddings/")
+	cmd.Env = append(os.Environ(), "SWITCHYARD_BASE_URL="+g.base, "SWITCHYARD_KEY=sk-node")
+	out, err := cmd.CombinedOutput()
+	t.Logf("node --test:\n%s", out)
+	require.NoError(t, err, "the Node SDK embeddings suite failed")
+	reqs := emb.Requests()
+	require.Len(t, reqs, 3, "each call reached the upstream once")
+	require.Equal(t, "base64", reqs[0].JSON()["encoding_format"], "the SDK's default")
+	require.Equal(t, "float", reqs[1].JSON()["encoding_format"])
 }
