@@ -299,3 +299,36 @@ func TestEmbeddingsNodeSDK(t *testing.T) {
 	require.Equal(t, "base64", reqs[0].JSON()["encoding_format"], "the SDK's default")
 	require.Equal(t, "float", reqs[1].JSON()["encoding_format"])
 }
+
+// A virtual model whose first target is slow hedges embeddings (idempotent) as
+// it hedges chat: the backup answers, the slow call is cancelled. Its /v1/models
+// entry is an embedding model, as both its targets are; the request is counted
+// under its own method in the metrics.
+func TestEmbeddingsHedgeAndVirtualModelMode(t *testing.T) {
+	t.Parallel()
+	slow := fakeupstream.NewEmbeddings()
+	t.Cleanup(slow.Close)
+	g, emb := startEmbeddings(t, "", "  slow:\n    type: openai\n    base_url: "+slow.URL+"\n"+
+		"virtual_models:\n  - source: embed-fast\n    strategy: failover\n    hedge_after: 50ms\n    targets:\n"+
+		"      - model: slow/text-embedding-3-small\n      - model: emb/text-embedding-3-small\n")
+	slow.Script(fakeupstream.Reply{Delay: 10 * time.Second})
+	start := time.Now()
+	var raw *http.Response
+	resp, err := sdk(g, "k").Embeddings.New(context.Background(), openai.EmbeddingNewParams{Model: "embed-fast",
+		Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("hi")}}, option.WithResponseInto(&raw))
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), 5*time.Second, "the backup answered, not the slow primary")
+	require.Equal(t, float64s(fakeupstream.EmbeddingVector(0)), resp.Data[0].Embedding)
+	require.Equal(t, "emb/text-embedding-3-small", raw.Header.Get("X-Switchyard-Target"))
+	require.Len(t, slow.Requests(), 1)
+	require.Len(t, emb.Requests(), 1)
+	require.Contains(t, g.logs.String(), `"hedged":true`)
+
+	require.Equal(t, "embedding", modelModes(t, g)["embed-fast"], "a virtual model of embedding models")
+
+	m, err := http.Get(strings.TrimSuffix(g.base, "/v1") + "/metrics")
+	require.NoError(t, err)
+	defer m.Body.Close()
+	metrics, _ := io.ReadAll(m.Body)
+	require.Contains(t, string(metrics), `endpoint="CreateEmbeddings"`)
+}

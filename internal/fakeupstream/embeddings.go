@@ -12,12 +12,14 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // Embeddings is a fake OpenAI-compatible embeddings upstream: POST
 // /v1/embeddings answers one vector per input (EmbeddingVector), as floats or,
 // with encoding_format "base64", as OpenAI's base64; GET /v1/models lists its
-// models. Scripted replies (Status and Body, Header) answer first.
+// models. Scripted replies (Status and Body, Header, Delay before answering)
+// answer first.
 type Embeddings struct {
 	// URL is the base URL to configure (ends in /v1).
 	URL string
@@ -98,6 +100,13 @@ func (e *Embeddings) serve(w http.ResponseWriter, r *http.Request) {
 			e.script = e.script[1:]
 		}
 		e.mu.Unlock()
+		if rep != nil && rep.Delay > 0 {
+			select {
+			case <-time.After(rep.Delay):
+			case <-r.Context().Done():
+				return
+			}
+		}
 		if rep != nil && (rep.Status != 0 || rep.Body != "") {
 			for k, v := range rep.Header {
 				w.Header().Set(k, v)
