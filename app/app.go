@@ -16,9 +16,9 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/limits"
 	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/providers"
-	"github.com/switchyard/switchyard/providers/anthropic"
 	"github.com/switchyard/switchyard/providers/openai"
 	"github.com/switchyard/switchyard/providers/simulator"
 	"github.com/switchyard/switchyard/resilience"
@@ -68,7 +68,12 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 		log.Warn(w)
 	}
 	m := metrics.New()
-	targets, err := buildTargets(cfg, log, m)
+	shared, err := embeddedState(cfg)
+	if err != nil {
+		return nil, err
+	}
+	limiter := limits.New(shared.limits, nil)
+	targets, err := buildTargets(cfg, log, m, limiter)
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +96,10 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	if err := loadStored(rt, st, cfg, log); err != nil {
 		return nil, err
 	}
+	vkeys, err := openKeys(ctx, shared, log)
+	if err != nil {
+		return nil, err
+	}
 	infos := map[string]server.ProviderInfo{}
 	for name, p := range cfg.Providers {
 		infos[name] = server.ProviderInfo{Type: p.Type, BaseURL: providers.DisplayURL(p.BaseURL), EmbeddingModels: p.EmbeddingModels}
@@ -106,6 +115,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 		Failover: cfg.Failover, Providers: infos, Targets: targets,
 		PersistVirtualModels: st.Save, Metrics: m, Tracer: tracer,
 		Keys: server.Keys{Master: string(cfg.Server.MasterKey), Admin: string(cfg.Server.AdminKey)},
+		VirtualKeys: vkeys, Limiter: limiter, KeyMetrics: cfg.Server.KeyMetricsOn(),
 	})
 	if err != nil {
 		return nil, err
@@ -153,7 +163,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 	return a.stopErr
 }
 
-func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) ([]router.Target, error) {
+func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics, lim *limits.Limiter) ([]router.Target, error) {
 	names := make([]string, 0, len(cfg.Providers))
 	for name := range cfg.Providers {
 		names = append(names, name)
@@ -174,10 +184,8 @@ func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) ([]r
 					"or a providers: block in a config file passed with --config")
 			}
 		case "anthropic":
-			prov = anthropic.New(anthropic.Config{Name: name, BaseURL: p.BaseURL, APIKey: string(p.APIKey), Headers: p.Headers,
-				DefaultMaxTokens: p.DefaultMaxTokens, ConnectTimeout: p.ConnectTimeout, ResponseHeaderTimeout: p.ResponseHeaderTimeout,
-				Timeout: p.Timeout, StreamIdleTimeout: p.StreamIdleTimeout,
-				FirstTokenTimeout: config.ResolveFirstTokenTimeout(cfg.Resilience, p.Resilience), Log: log})
+			log.Error("provider type not supported yet; skipping it", "provider", name, "type", p.Type)
+			continue
 		default:
 			var az *openai.Azure
 			if p.Type == "azure" {
@@ -196,7 +204,8 @@ func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) ([]r
 			"configured_models", len(p.Models), "max_retries", retry.MaxRetries, "breaker", breaker.Active(),
 			"breaker_scope", string(breaker.Scope))
 		configured := slices.Concat(p.Models, p.EmbeddingModels)
-		targets = append(targets, router.Target{Provider: prov, Configured: configured, Guard: guard})
+		targets = append(targets, router.Target{Provider: prov, Configured: configured, Guard: guard,
+			Limiter: targetLimiter(lim, name, p)})
 	}
 	if len(targets) == 0 {
 		return nil, errors.New("no usable provider: configure at least one provider Switchyard supports")

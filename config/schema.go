@@ -53,6 +53,9 @@ type Server struct {
 	RecheckInterval time.Duration `yaml:"recheck_interval"`
 	// DataDir holds runtime state (e.g. virtual models created through the admin API).
 	DataDir string `yaml:"data_dir"`
+	// KeyMetrics counts requests per virtual key (label: the key's id) when true
+	// or unset; false turns the per-key series off.
+	KeyMetrics *bool `yaml:"key_metrics"`
 }
 
 // Provider is one upstream.
@@ -99,6 +102,9 @@ type Provider struct {
 	Resilience Resilience `yaml:"resilience"`
 	// Simulator tunes the simulator provider.
 	Simulator Simulator `yaml:"simulator"`
+	// Limits are the provider account's own rpm, tpm and max_concurrency, and per
+	// model under models:.
+	Limits ProviderLimits `yaml:"limits"`
 }
 
 // Simulator tunes the built-in simulator provider.

@@ -38,6 +38,7 @@ func (c *Config) problems() []*Error {
 		if name == "" || strings.ContainsAny(name, "/ ") {
 			add(path, "provider names must be non-empty and contain no '/' or spaces")
 		}
+		validateLimits(path+".limits", p.Limits, add)
 		if _, ok := ProviderTypes[p.Type]; !ok {
 			add(path+".type", "unknown type %q (want one of %s)", p.Type, typeList())
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchyard/switchyard/config"
 	adminpb "github.com/switchyard/switchyard/gen/switchyard/admin/v1"
+	"github.com/switchyard/switchyard/keys"
 	"github.com/switchyard/switchyard/resilience"
 	"github.com/switchyard/switchyard/router"
 )
@@ -31,6 +32,7 @@ type adminService struct {
 	failover  config.Failover
 	persist   func([]config.VirtualModel) error
 	providers map[string]ProviderInfo
+	keys      *keys.Registry // nil: the key RPCs answer FailedPrecondition
 }
 
 func (s *adminService) audit(ctx context.Context, action string, attrs ...any) {

@@ -49,7 +49,11 @@ func validate(req *pb.ChatCompletionRequest) error {
 
 // callOf reads the per-call metadata the router forwards upstream.
 func callOf(ctx context.Context) router.Call {
-	return router.Call{IdempotencyKey: validIdempotencyKey(firstMD(ctx, mdIdempotencyKey)), RequestID: requestID(ctx)}
+	call := router.Call{IdempotencyKey: validIdempotencyKey(firstMD(ctx, mdIdempotencyKey)), RequestID: requestID(ctx)}
+	if a := admissionOf(ctx); a != nil {
+		call.EstTokens = a.est // for the targets' own limits
+	}
+	return call
 }
 
 // validIdempotencyKey keeps a key of visible ASCII up to 255 characters; anything
@@ -269,10 +273,14 @@ type modelService struct {
 	embeds func(router.Route) bool
 }
 
-func (s *modelService) ListModels(context.Context, *pb.ListModelsRequest) (*pb.ListModelsResponse, error) {
+func (s *modelService) ListModels(ctx context.Context, _ *pb.ListModelsRequest) (*pb.ListModelsResponse, error) {
 	models := s.router.Models()
 	out := &pb.ListModelsResponse{Object: "list", Data: make([]*pb.Model, 0, len(models))}
+	a := admissionOf(ctx)
 	for _, m := range models {
+		if a != nil && a.key != nil && !a.stage.allows(a.key, m.ID) {
+			continue // a virtual key sees only the models it may use
+		}
 		out.Data = append(out.Data, &pb.Model{Id: m.ID, Object: "model", OwnedBy: m.OwnedBy, Mode: s.mode(m.ID, m.OwnedBy == "switchyard")})
 	}
 	return out, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchyard/switchyard/anthropicjson"
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/limits"
 	"github.com/switchyard/switchyard/providers"
 	"github.com/switchyard/switchyard/router"
 )
@@ -112,6 +113,12 @@ func (s messagesService) start(ctx context.Context, req messageRequest) (*report
 		return rep, call, surfaceError(req.err)
 	}
 	rep.model = req.head.Model
+	if err := admitModel(ctx, req.head.Model, limits.EstimateTokens(len(req.body), 0)); err != nil { // the admission stage's model steps
+		return rep, call, err
+	}
+	if a := admissionOf(ctx); a != nil {
+		call.EstTokens = a.est
+	}
 	return rep, call, nil
 }
 

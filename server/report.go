@@ -43,6 +43,7 @@ type report struct {
 	target    router.Route // that answered (or failed last)
 	stream    bool
 	op        string // the endpoint kind in spans: "" is chat
+	key       string // the virtual key's id ("" for the master key or none)
 	trace     router.Trace
 	tokensIn  int
 	tokensOut int
@@ -94,6 +95,9 @@ func (r *report) finish(ctx context.Context, log *slog.Logger, m *metrics.Metric
 			slog.Int64("attempts", r.trace.Attempts), slog.Int("failovers", r.trace.Failovers),
 			slog.Bool("hedged", r.trace.Hedged), slog.Int("prompt_tokens", r.tokensIn), slog.Int("completion_tokens", r.tokensOut))
 	}
+	if r.key != "" {
+		attrs = append(attrs, slog.String("key", r.key))
+	}
 	if r.target.Provider != "" {
 		attrs = append(attrs, slog.String("target", r.target.String()))
 	}
@@ -116,6 +120,9 @@ func (r *report) annotate(span trace.Span, err error) {
 		return
 	}
 	span.SetAttributes(attribute.String("switchyard.surface", r.surface), attribute.String("switchyard.request_id", r.id))
+	if r.key != "" {
+		span.SetAttributes(attribute.String("switchyard.key_id", r.key))
+	}
 	if r.model != "" {
 		span.SetAttributes(attribute.String("gen_ai.operation.name", orDefault(r.op, "chat")), attribute.String("gen_ai.request.model", r.model),
 			attribute.Bool("switchyard.stream", r.stream), attribute.Int64("switchyard.attempts", r.trace.Attempts),

@@ -83,6 +83,8 @@ func outgoingHeader(key string) (string, bool) {
 		return "X-Switchyard-Target", true
 	case mdRequestID:
 		return "X-Request-Id", true
+	case mdLimitRequests, mdLimitTokens, mdRemainingRequests, mdRemainingTokens, mdResetRequests, mdResetTokens:
+		return key, true // the rate limit headers, named as OpenAI names them
 	}
 	return "", false
 }
@@ -135,7 +137,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.passthrough(w, r)
 		return
 	}
-	if method, ok := adminBodyRoutes[r.Method+" "+r.URL.Path]; ok && !f.authorized(w, r, method) {
+	if method, ok := adminBodyRoute(r.Method, r.URL.Path); ok && !f.authorized(w, r, method) {
 		return
 	}
 	if r.Body != nil && r.Body != http.NoBody {

@@ -28,6 +28,8 @@ import (
 	adminpb "github.com/switchyard/switchyard/gen/switchyard/admin/v1"
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/internal/codec"
+	"github.com/switchyard/switchyard/keys"
+	"github.com/switchyard/switchyard/limits"
 	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/tracing"
@@ -41,6 +43,16 @@ type Config struct {
 	Router *router.Router
 	// Keys are the bearer tokens calls must carry.
 	Keys Keys
+	// VirtualKeys are the virtual keys inference calls may carry instead of the
+	// master key; nil: none. The admin API's key RPCs manage them.
+	VirtualKeys *keys.Registry
+	// Limiter enforces virtual keys' limits; nil: not enforced.
+	Limiter *limits.Limiter
+	// KeyMetrics counts requests per virtual key (label: the key's id).
+	KeyMetrics bool
+	// KeyBudget, when set, is asked before a virtual key's call is admitted; an
+	// error (a status) refuses the call (the usage ledger's budgets).
+	KeyBudget func(context.Context, keys.Key) error
 	// MaxBodyBytes limits REST request bodies.
 	MaxBodyBytes int64
 	// DrainTimeout is the drain deadline for in-flight calls.
@@ -118,8 +130,12 @@ func New(cfg Config) (*Server, error) {
 		cfg.Tracer = tracing.Noop().Tracer(tracing.Name)
 	}
 	drain := newDrainer()
-	auth := authorizer{keys: cfg.Keys}
-	unary, stream := interceptors(chain{log: cfg.Log, m: cfg.Metrics, tracer: cfg.Tracer, auth: auth, drain: drain})
+	auth := authorizer{keys: cfg.Keys, virtual: cfg.VirtualKeys}
+	adm := &admissionStage{log: cfg.Log, auth: auth, router: cfg.Router, limiter: cfg.Limiter, budget: cfg.KeyBudget}
+	if cfg.VirtualKeys != nil && cfg.KeyMetrics {
+		adm.keyM = metrics.NewKeyMetrics(cfg.Metrics)
+	}
+	unary, stream := interceptors(chain{log: cfg.Log, m: cfg.Metrics, tracer: cfg.Tracer, adm: adm, drain: drain})
 	chat := &chatService{log: cfg.Log, router: cfg.Router, metrics: cfg.Metrics, writeTimeout: cfg.WriteTimeout}
 	targets := map[string]router.Target{}
 	for _, t := range cfg.Targets {
@@ -129,7 +145,7 @@ func New(cfg Config) (*Server, error) {
 	embed := &embeddingService{log: cfg.Log, router: cfg.Router, providers: cfg.Providers}
 	pass := &passthroughService{log: cfg.Log, targets: targets, providers: cfg.Providers, writeTimeout: cfg.WriteTimeout}
 	admin := &adminService{log: cfg.Log, router: cfg.Router, failover: cfg.Failover,
-		persist: cfg.PersistVirtualModels, providers: cfg.Providers}
+		persist: cfg.PersistVirtualModels, providers: cfg.Providers, keys: cfg.VirtualKeys}
 	register := func(gs *grpc.Server) {
 		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.ChatService_ServiceDesc), chat)
 		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.ModelService_ServiceDesc), models)
