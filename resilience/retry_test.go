@@ -42,7 +42,7 @@ func TestWhatIsRetried(t *testing.T) {
 		calls int
 	}{
 		{"429", status(429), 4}, {"502", status(502), 4}, {"503", status(503), 4}, {"504", status(504), 4},
-		{"522", status(522), 4}, {"524", status(524), 4},
+		{"522", status(522), 4}, {"524", status(524), 4}, {"529 (Anthropic overloaded)", status(529), 4},
 		{"500 is not retried", status(500), 1}, {"400", status(400), 1}, {"401", status(401), 1},
 		{"402", status(402), 1}, {"403", status(403), 1}, {"404", status(404), 1},
 		{"transport", upstreamErr{transport: true}, 4},
