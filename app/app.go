@@ -19,7 +19,6 @@ import (
 	"github.com/switchyard/switchyard/limits"
 	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/providers"
-	"github.com/switchyard/switchyard/providers/anthropic"
 	"github.com/switchyard/switchyard/providers/openai"
 	"github.com/switchyard/switchyard/providers/simulator"
 	"github.com/switchyard/switchyard/resilience"
@@ -43,6 +42,7 @@ type App struct {
 
 	stopOnce sync.Once
 	stopErr  error
+	shared   *redisShared // nil: embedded mode
 }
 
 // Option configures Start.
@@ -73,6 +73,19 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	if err != nil {
 		return nil, err
 	}
+	rs, err := openRedis(cfg, log, m)
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			rs.close()
+		}
+	}()
+	if rs != nil {
+		shared = rs.state()
+	}
 	limiter := limits.New(shared.limits, nil)
 	targets, err := buildTargets(cfg, log, m, limiter)
 	if err != nil {
@@ -94,7 +107,11 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	if err != nil {
 		return nil, err
 	}
-	if err := loadStored(rt, st, cfg, log); err != nil {
+	persist := st.Save
+	if rs != nil {
+		rs.follow(ctx, rt, cfg)
+		persist = rs.vms.Persist
+	} else if err := loadStored(rt, st, cfg, log); err != nil {
 		return nil, err
 	}
 	vkeys, err := openKeys(ctx, shared, log)
@@ -114,9 +131,10 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 		WriteTimeout: cfg.Server.StreamIdleTimeout, ReadTimeout: cfg.Server.ReadTimeout, IdleTimeout: cfg.Server.IdleTimeout,
 		MaxConnectionAge: cfg.Server.MaxConnectionAge, MaxConnectionAgeGrace: cfg.Server.MaxConnectionAgeGrace,
 		Failover: cfg.Failover, Providers: infos, Targets: targets,
-		PersistVirtualModels: st.Save, Metrics: m, Tracer: tracer,
+		PersistVirtualModels: persist, Metrics: m, Tracer: tracer,
 		Keys: server.Keys{Master: string(cfg.Server.MasterKey), Admin: string(cfg.Server.AdminKey)},
 		VirtualKeys: vkeys, Limiter: limiter, KeyMetrics: cfg.Server.KeyMetricsOn(),
+		Breakers: rs.breakers(), SharedReady: rs.ready(),
 	})
 	if err != nil {
 		return nil, err
@@ -134,6 +152,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	bg, stopBG := context.WithCancel(context.Background())
 	go rt.Recheck(bg, cfg.Server.RecheckInterval, discoveryTimeout)
 	a := &App{log: log, server: srv, grpcLis: grpcLis, httpLis: httpLis, done: make(chan error, 1), stopBG: stopBG}
+	a.shared, started = rs, true
 	go func() { a.done <- srv.Serve(grpcLis, httpLis) }()
 	models := rt.Models()
 	ids := make([]string, 0, len(models))
@@ -160,6 +179,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 		a.stopBG()
 		a.server.Shutdown(ctx)
 		a.stopErr = <-a.done
+		a.shared.close()
 	})
 	return a.stopErr
 }
@@ -185,10 +205,8 @@ func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics, lim 
 					"or a providers: block in a config file passed with --config")
 			}
 		case "anthropic":
-			prov = anthropic.New(anthropic.Config{Name: name, BaseURL: p.BaseURL, APIKey: string(p.APIKey), Headers: p.Headers,
-				DefaultMaxTokens: p.DefaultMaxTokens, ConnectTimeout: p.ConnectTimeout, ResponseHeaderTimeout: p.ResponseHeaderTimeout,
-				Timeout: p.Timeout, StreamIdleTimeout: p.StreamIdleTimeout,
-				FirstTokenTimeout: config.ResolveFirstTokenTimeout(cfg.Resilience, p.Resilience), Log: log})
+			log.Error("provider type not supported yet; skipping it", "provider", name, "type", p.Type)
+			continue
 		default:
 			var az *openai.Azure
 			if p.Type == "azure" {

@@ -21,6 +21,7 @@ func applyEnv(cfg *Config, env func(string) (string, bool)) (map[string]string, 
 	if v := get("SWITCHYARD_DATA_DIR"); v != "" && cfg.Server.DataDir == "" {
 		cfg.Server.DataDir = v
 	}
+	applyStateEnv(&cfg.State, get)
 	if cfg.Providers == nil {
 		cfg.Providers = map[string]*Provider{}
 	}

@@ -17,6 +17,8 @@ type Config struct {
 	VirtualModels []VirtualModel `yaml:"virtual_models"`
 	// Failover holds the global failover defaults for virtual models.
 	Failover Failover `yaml:"failover"`
+	// State is where shared state lives (embedded, or Redis for several replicas).
+	State State `yaml:"state"`
 }
 
 // Server configures the listeners.

@@ -31,6 +31,7 @@ type adminService struct {
 	router    *router.Router
 	failover  config.Failover
 	persist   func([]config.VirtualModel) error
+	breakers  BreakerSync
 	providers map[string]ProviderInfo
 	keys      *keys.Registry // nil: the key RPCs answer FailedPrecondition
 }
@@ -72,6 +73,11 @@ func (s *adminService) ListBreakers(context.Context, *adminpb.ListBreakersReques
 }
 
 func (s *adminService) ResetBreaker(ctx context.Context, req *adminpb.ResetBreakerRequest) (*adminpb.ResetBreakerResponse, error) {
+	if s.breakers != nil {
+		if err := s.breakers.Reset(ctx, req.GetProvider(), req.GetModel()); err != nil {
+			return nil, toStatus(s.log, err)
+		}
+	}
 	e, err := s.router.ResetBreaker(req.GetProvider(), req.GetModel())
 	if err != nil {
 		return nil, toStatus(s.log, err)
@@ -86,6 +92,11 @@ func (s *adminService) TripBreaker(ctx context.Context, req *adminpb.TripBreaker
 		var err error
 		if d, err = time.ParseDuration(req.GetDuration()); err != nil || d < 0 {
 			return nil, invalidRequest("duration", fmt.Sprintf("%q is not a duration (e.g. 90s, 10m)", req.GetDuration()))
+		}
+	}
+	if s.breakers != nil {
+		if err := s.breakers.Trip(ctx, req.GetProvider(), req.GetModel(), d); err != nil {
+			return nil, toStatus(s.log, err)
 		}
 	}
 	e, err := s.router.TripBreaker(req.GetProvider(), req.GetModel(), d)

@@ -87,6 +87,12 @@ type Config struct {
 	// rebalance across replicas; MaxConnectionAgeGrace then bounds the calls still on
 	// it. Zero: unbounded (no forced reconnect).
 	MaxConnectionAge, MaxConnectionAgeGrace time.Duration
+	// Breakers shares admin breaker trips and resets with the other replicas
+	// (nil: this replica only).
+	Breakers BreakerSync
+	// SharedReady is the shared state's readiness, added to the server's own
+	// (nil: embedded mode, nothing to add).
+	SharedReady func() (bool, string)
 }
 
 // headerTimeout bounds reading a REST request's headers (slowloris).
@@ -145,7 +151,7 @@ func New(cfg Config) (*Server, error) {
 	embed := &embeddingService{log: cfg.Log, router: cfg.Router, providers: cfg.Providers}
 	pass := &passthroughService{log: cfg.Log, targets: targets, providers: cfg.Providers, writeTimeout: cfg.WriteTimeout}
 	admin := &adminService{log: cfg.Log, router: cfg.Router, failover: cfg.Failover,
-		persist: cfg.PersistVirtualModels, providers: cfg.Providers, keys: cfg.VirtualKeys}
+		persist: cfg.PersistVirtualModels, providers: cfg.Providers, breakers: cfg.Breakers, keys: cfg.VirtualKeys}
 	register := func(gs *grpc.Server) {
 		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.ChatService_ServiceDesc), chat)
 		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.ModelService_ServiceDesc), models)
@@ -181,7 +187,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.conn = conn
 	handler, err := newREST(context.Background(), conn, restOptions{in: inProcess{unary: unary, stream: stream, chat: chat, embed: embed, pass: pass}, auth: auth, metrics: cfg.Metrics.Handler(),
-		writeTimeout: cfg.WriteTimeout, readTimeout: cfg.ReadTimeout, log: cfg.Log, maxBodyBytes: cfg.MaxBodyBytes, ready: s.readiness})
+		writeTimeout: cfg.WriteTimeout, readTimeout: cfg.ReadTimeout, log: cfg.Log, maxBodyBytes: cfg.MaxBodyBytes, ready: readyWith(s.readiness, cfg.SharedReady)})
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,8 @@
 // Package redistest runs a real redis-server (the Debian package; CI installs it
 // with scripts/tools.sh) for tests: on a free loopback port, in a temporary
-// directory, with no persistence, killed at the test's cleanup. Stop and Start let
-// a test take Redis away mid-test and bring it back on the same port.
+// directory, killed at the test's cleanup. Stop and Start let a test take Redis
+// away mid-test (SIGKILL) and bring it back on the same port with its data (an
+// append-only file fsynced on every write, as a production Redis should keep).
 package redistest
 
 import (
@@ -83,8 +84,8 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
-// Start starts a stopped server again on the same port (with empty data: nothing
-// is persisted). It fails the test if the port cannot be bound.
+// Start starts a stopped server again on the same port, with the data it had. It
+// fails the test if the port cannot be bound.
 func (s *Server) Start() {
 	s.t.Helper()
 	var err error
@@ -108,7 +109,7 @@ func (s *Server) start() error {
 	}
 	logPath := filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", time.Now().UnixNano()))
 	cmd := exec.Command(Binary(), "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--dir", s.dir, "--save", "", "--appendonly", "no", "--logfile", logPath, "--daemonize", "no")
+		"--dir", s.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always", "--logfile", logPath, "--daemonize", "no")
 	if err := cmd.Start(); err != nil {
 		return err
 	}
