@@ -1,6 +1,7 @@
 package anthropicjson
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -87,4 +88,29 @@ func TestErrorJSON(t *testing.T) {
 	require.JSONEq(t, `{"type":"error","error":{"type":"overloaded_error","message":"busy"},"request_id":"req_1"}`,
 		string(ErrorJSON("overloaded_error", "busy", "req_1")))
 	require.JSONEq(t, `{"type":"error","error":{"type":"api_error","message":"x"}}`, string(ErrorJSON("api_error", "x", "")))
+}
+
+// FuzzRewriteModel: whatever the body, RewriteModel either refuses it or returns
+// valid JSON that decodes to the same object but for its model.
+func FuzzRewriteModel(f *testing.F) {
+	for _, s := range []string{`{"model":"a","max_tokens":1}`, `{}`, ` {"x":[1,{"model":2}],"model":null} `, `{"mod\u0065l":"x"}`,
+		`{"a":"\"}"}`, `[]`, `{"model":"a"} x`, `{"a":1e400}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		out, err := RewriteModel(body, "m\"<")
+		if err != nil {
+			return
+		}
+		var before, after map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(body, &before), "accepted a body that is not a JSON object: %q", body)
+		require.NoError(t, json.Unmarshal(out, &after), "wrote invalid JSON: %q", out)
+		require.JSONEq(t, `"m\"<"`, string(after["model"]))
+		delete(before, "model")
+		delete(after, "model")
+		require.Equal(t, len(before), len(after))
+		for k, v := range before {
+			require.Equal(t, string(v), string(after[k]), k)
+		}
+	})
 }

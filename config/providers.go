@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -103,4 +104,40 @@ func validateAzure(path string, p *Provider, add addFunc) {
 				"starting with a letter or digit", d)
 		}
 	}
+}
+
+// selfCalls warns of providers whose base_url is Switchyard's own REST address
+// (ANTHROPIC_BASE_URL left pointing at Switchyard for Claude Code, say): every
+// request would come back to Switchyard and loop.
+func (c *Config) selfCalls() []string {
+	host, port, err := net.SplitHostPort(c.Server.HTTPAddr)
+	if err != nil || port == "0" || !isLocal(host) && net.ParseIP(host) == nil {
+		return nil
+	}
+	var out []string
+	for _, name := range c.providerNames() {
+		p := c.Providers[name]
+		if p == nil {
+			continue
+		}
+		u, err := url.Parse(p.BaseURL)
+		if err != nil || u.Port() != port || !(isLocal(u.Hostname()) || u.Hostname() == host) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("provider %q calls Switchyard itself: its base_url %s is this server's http_addr %s, "+
+			"so every request would loop back here; point it at the upstream (an ANTHROPIC_BASE_URL or OPENAI_BASE_URL "+
+			"meant for a client?)", name, withoutUserinfo(p.BaseURL), c.Server.HTTPAddr))
+	}
+	return out
+}
+
+// isLocal reports whether host names this machine: loopback, localhost, or an
+// unspecified listen address ("", 0.0.0.0, ::).
+func isLocal(host string) bool {
+	host = strings.Trim(host, "[]")
+	if host == "" || host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
 }

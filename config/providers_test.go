@@ -1,6 +1,8 @@
 package config_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -132,4 +134,35 @@ func TestAzureKeyInAHeaderIsAKey(t *testing.T) {
 	t.Parallel()
 	_, err := config.Load(writeFile(t, "providers:\n  a:\n    type: azure\n    base_url: https://r.openai.azure.com\n    headers: {api-key: k}\n"), envOf(nil))
 	require.NoError(t, err)
+}
+
+// TestSelfCallWarning: a provider whose base_url is Switchyard's own REST
+// address (ANTHROPIC_BASE_URL exported for Claude Code, say) is named at start.
+func TestSelfCallWarning(t *testing.T) {
+	t.Parallel()
+	const loop = `provider "anthropic" calls Switchyard itself: its base_url http://localhost:8080 is this server's http_addr %s, ` +
+		`so every request would loop back here; point it at the upstream (an ANTHROPIC_BASE_URL or OPENAI_BASE_URL meant for a client?)`
+	cases := []struct {
+		name, addr, base string
+		want             []string
+	}{
+		{"default address, localhost", "", "http://localhost:8080", []string{fmt.Sprintf(loop, "127.0.0.1:8080")}},
+		{"all interfaces", "0.0.0.0:8080", "http://localhost:8080", []string{fmt.Sprintf(loop, "0.0.0.0:8080")}},
+		{"the same IP", "127.0.0.1:8080", "http://127.0.0.1:8080", []string{strings.Replace(fmt.Sprintf(loop, "127.0.0.1:8080"), "localhost", "127.0.0.1", 1)}},
+		{"another port", "127.0.0.1:8080", "http://localhost:8081", nil},
+		{"another host", "127.0.0.1:8080", "https://api.example.com:8080", nil},
+		{"a random port", "127.0.0.1:0", "http://localhost:0", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			yaml := "providers:\n  other:\n    type: openai\n    base_url: https://api.example.com/v1\n    api_key: k\n"
+			if tc.addr != "" {
+				yaml = "server:\n  http_addr: \"" + tc.addr + "\"\n" + yaml
+			}
+			cfg, err := config.Load(writeFile(t, yaml), envOf(map[string]string{"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": tc.base}))
+			require.NoError(t, err)
+			require.Equal(t, tc.want, cfg.Warnings())
+		})
+	}
 }

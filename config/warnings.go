@@ -32,7 +32,7 @@ func (c *Config) Warnings() []string {
 				name, p.BaseURL, name, envVar))
 		}
 	}
-	return out
+	return append(out, c.selfCalls()...)
 }
 
 func hasAuthHeader(h map[string]string) bool {

@@ -177,3 +177,52 @@ func TestAzureV1APIWithATokenE2E(t *testing.T) {
 	require.Empty(t, reqs[0].Header.Get("api-key"))
 	require.Equal(t, "my-gpt4o", fakeupstream.Request{Body: reqs[0].Body}.JSON()["model"])
 }
+
+// TestAzureAndAnthropicChainsBothWays: one config with an azure and an
+// anthropic provider; a chain from the Azure deployment to Claude fails over
+// when Azure is unavailable (503), and a chain from Claude to Azure when
+// Anthropic is overloaded (529), through the OpenAI Go SDK, stream and not.
+func TestAzureAndAnthropicChainsBothWays(t *testing.T) {
+	t.Parallel()
+	ant := fakeupstream.NewAnthropic()
+	t.Cleanup(ant.Close)
+	g, az := startAzure(t, "  claude:\n    type: anthropic\n    base_url: "+ant.URL+"\n    api_key: sk-ant-chain-0123456789\n"+
+		"resilience:\n  retry:\n    max_retries: 0\n"+
+		"virtual_models:\n"+
+		"  - source: gpt-then-claude\n    targets:\n      - model: az/gpt-4o\n      - model: claude/claude-sonnet-4-20250514\n"+
+		"  - source: claude-then-gpt\n    targets:\n      - model: claude/claude-sonnet-4-20250514\n      - model: az/gpt-4o\n")
+	az.SetDefault(fakeupstream.Reply{Text: "Hello from Azure!"})
+	ant.SetDefault(fakeupstream.Reply{Text: "Hello from Claude!"})
+	c := sdk(g, "k")
+	cases := []struct {
+		model, want string
+		fail        func()
+	}{
+		{"gpt-then-claude", "Hello from Claude!", func() { az.Script(fakeupstream.Reply{Status: 503}) }},
+		{"claude-then-gpt", "Hello from Azure!", func() { ant.Script(fakeupstream.Reply{Status: 529}) }},
+	}
+	for _, tc := range cases {
+		for _, stream := range []bool{false, true} {
+			tc.fail()
+			p := userMsg("hi")
+			p.Model = tc.model
+			var text string
+			if stream {
+				s := c.Chat.Completions.NewStreaming(context.Background(), p)
+				for s.Next() {
+					for _, ch := range s.Current().Choices {
+						text += ch.Delta.Content
+					}
+				}
+				require.NoError(t, s.Err(), "%s stream", tc.model)
+			} else {
+				resp, err := c.Chat.Completions.New(context.Background(), p)
+				require.NoError(t, err, tc.model)
+				text = resp.Choices[0].Message.Content
+			}
+			require.Equal(t, tc.want, text, "%s stream=%v", tc.model, stream)
+		}
+	}
+	require.Len(t, az.AzureRequests(), 2+2, "Azure: two failures, two answers")
+	require.Equal(t, 2+2, ant.Count(), "Anthropic: two answers, two failures")
+}

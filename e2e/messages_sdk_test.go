@@ -205,6 +205,17 @@ func TestMessagesGoSDKAgainstAnOpenAITarget(t *testing.T) {
 		require.Contains(t, apiErr.Error(), "ended before its final event")
 	})
 
+	t.Run("models.list reads /v1/models", func(t *testing.T) {
+		iter := claudeSDK(g).Models.ListAutoPaging(ctx, anthropic.ModelListParams{})
+		var ids []string
+		for iter.Next() {
+			ids = append(ids, iter.Current().ID)
+		}
+		require.NoError(t, iter.Err())
+		require.Contains(t, ids, "up/gpt-4o")
+		require.Contains(t, ids, "sim/sim-1")
+	})
+
 	t.Run("the simulator answers in Anthropic's shape", func(t *testing.T) {
 		msg, err := claudeSDK(g).Messages.New(ctx, anthropic.MessageNewParams{Model: "sim/sim-1", MaxTokens: 64, Messages: userSays("Hello")})
 		require.NoError(t, err)

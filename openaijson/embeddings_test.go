@@ -1,11 +1,13 @@
 package openaijson
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 )
@@ -96,4 +98,28 @@ func TestEmbeddingsResponseFloatAndBase64(t *testing.T) {
 	for _, bad := range []string{`{"data":[{"embedding":{}}]}`, `{"data":[{"embedding":[1e99]}]}`, `{"data":[1]}`, `{"data":`} {
 		require.Error(t, UnmarshalEmbeddingsResponse([]byte(bad), resp), bad)
 	}
+}
+
+// FuzzEmbeddingsRequest: the decoder never panics, agrees with encoding/json on
+// what is JSON, and what it decodes is written back in a form it decodes to the
+// same request.
+func FuzzEmbeddingsRequest(f *testing.F) {
+	for _, s := range []string{`{"model":"m","input":"hello"}`, `{"input":["a","b"],"user":"u"}`, `{"input":[1,2,3]}`,
+		`{"input":[[1,2],[3]],"dimensions":8,"x":{"y":[null]}}`, `{"input":[]}`, `{"input":null}`, `{"input":["a",1]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req := &pb.CreateEmbeddingsRequest{}
+		err := UnmarshalEmbeddingsRequest(data, req)
+		if err != nil {
+			var de *Error
+			require.True(t, errors.As(err, &de), "errors are *Error: %v", err)
+			return
+		}
+		require.True(t, json.Valid(data), "decoded invalid JSON: %q", data)
+		out := AppendEmbeddingsRequest(nil, req, req.GetModel())
+		again := &pb.CreateEmbeddingsRequest{}
+		require.NoError(t, UnmarshalEmbeddingsRequest(out, again), "%s", out)
+		require.True(t, proto.Equal(req, again), "%s\n%v\n%v", out, req, again)
+	})
 }

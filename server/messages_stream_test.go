@@ -1,8 +1,12 @@
 package server
 
 import (
+	"bufio"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -105,4 +109,49 @@ func TestMessagesStreamTranslated(t *testing.T) {
 	line := logLine(t, r, "request", "method", "StreamMessage")
 	require.EqualValues(t, 11, line["prompt_tokens"])
 	require.EqualValues(t, 2, line["completion_tokens"])
+}
+
+// TestMessagesDrainDeadline: calls still running at the drain deadline are
+// answered in Anthropic's shape: a unary call 503 overloaded_error, a started
+// stream one error event (and no message_stop); both logged as 503.
+func TestMessagesDrainDeadline(t *testing.T) {
+	t.Parallel()
+	r := serve(t, func(c *Config) { c.DrainTimeout = 100 * time.Millisecond })
+	unary := make(chan string, 1)
+	go func() {
+		_, body := postMessages(t, r, "/v1/messages", `{"model":"up/m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, "X-Api-Key", "sk-master")
+		unary <- body
+	}()
+	require.Equal(t, "chat", <-r.p.started)
+	req, err := http.NewRequest(http.MethodPost, "http://"+r.http+"/v1/messages",
+		strings.NewReader(`{"model":"up/m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	require.NoError(t, err)
+	req.Header.Set("X-Api-Key", "sk-master")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, "stream", <-r.p.started)
+	rd := bufio.NewReader(resp.Body)
+	var seen strings.Builder
+	for !strings.Contains(seen.String(), "text_delta") {
+		line, err := rd.ReadString('\n')
+		require.NoError(t, err)
+		seen.WriteString(line)
+	}
+
+	r.stop() // returns after the deadline and the answers
+
+	typ, msg := anthropicError(t, <-unary)
+	require.Equal(t, "overloaded_error", typ)
+	require.Contains(t, msg, "shutting down")
+	rest, err := io.ReadAll(rd)
+	require.NoError(t, err)
+	require.NotContains(t, string(rest), "event: message_stop")
+	require.True(t, strings.HasPrefix(strings.TrimLeft(string(rest), "\n"), "event: error\ndata: "), string(rest))
+	typ, msg = anthropicError(t, strings.TrimSpace(strings.TrimPrefix(strings.TrimLeft(string(rest), "\n"), "event: error\ndata: ")))
+	require.Equal(t, "overloaded_error", typ)
+	require.Contains(t, msg, "shutting down")
+	logs := r.logs.String()
+	require.NotContains(t, logs, `"status":499`)
+	require.Equal(t, 2, strings.Count(logs, `"status":503`), logs)
 }

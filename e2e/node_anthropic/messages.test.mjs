@@ -110,3 +110,30 @@ test('a stream cut short rejects, never ends as a whole message', async () => {
   });
   assert.equal(text, 'Hello from ');
 });
+
+test('native Anthropic target: the upstream answer as it came, cache_control kept', async () => {
+  const m = await client.messages.create({
+    model: 'anth/claude-sonnet-4-20250514', max_tokens: 64,
+    system: [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }], messages,
+  });
+  assert.equal(m.id, 'msg_fake01');
+  assert.equal(m.content[0].text, 'Hello from the fake upstream!');
+  const stream = client.messages.stream({ model: 'anth/claude-sonnet-4-20250514', max_tokens: 64, messages });
+  const final = await stream.finalMessage();
+  assert.equal(final.content[0].text, 'Hello from the fake upstream!');
+  assert.equal(final.stop_reason, 'end_turn');
+});
+
+test('a Claude target overloaded fails over to a GPT target, answering as a message', async () => {
+  const { data, response } = await client.messages.create({ model: 'claude-first', max_tokens: 64, messages }).withResponse();
+  assert.equal(response.headers.get('x-switchyard-target'), 'up/gpt-4o');
+  assert.equal(data.content[0].text, 'Hello from the fake upstream!');
+  const stream = client.messages.stream({ model: 'claude-first', max_tokens: 64, messages });
+  const final = await stream.finalMessage();
+  assert.equal(final.content[0].text, 'Hello from the fake upstream!');
+});
+
+test('count_tokens reaches the Anthropic target', async () => {
+  const n = await client.messages.countTokens({ model: 'anth/claude-sonnet-4-20250514', messages });
+  assert.equal(n.input_tokens, 14);
+});

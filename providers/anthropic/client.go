@@ -38,7 +38,8 @@ const (
 type Config struct {
 	// Name is the configured provider name.
 	Name string
-	// BaseURL is the API root without /v1 (default DefaultBaseURL).
+	// BaseURL is the API root without /v1 (default DefaultBaseURL; a trailing /v1
+	// is dropped).
 	BaseURL string
 	// APIKey is sent as x-api-key; empty sends none.
 	APIKey string
@@ -110,13 +111,20 @@ func New(cfg Config) *Client {
 	}
 	return &Client{
 		name:    cfg.Name,
-		baseURL: strings.TrimRight(cfg.BaseURL, "/"),
+		baseURL: apiRoot(cfg.BaseURL),
 		headers: h,
 		http:    &http.Client{Transport: tr},
 		cfg:     cfg,
 		log:     log,
 		secrets: providers.SecretsOf(cfg.BaseURL, cfg.Headers, cfg.APIKey),
 	}
+}
+
+// apiRoot is base without a trailing slash or /v1: the paths add /v1/... (a
+// base_url copied with /v1, as OpenAI's are written, still works).
+func apiRoot(base string) string {
+	base = strings.TrimRight(base, "/")
+	return strings.TrimRight(strings.TrimSuffix(base, "/v1"), "/")
 }
 
 // Name returns the configured provider name.

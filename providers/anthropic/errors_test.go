@@ -232,7 +232,9 @@ func TestTimeouts(t *testing.T) {
 		t.Parallel()
 		for _, native := range []bool{false, true} {
 			up := newFake(t)
-			c := newClient(t, up, short)
+			// Only the idle timer is short: a loaded machine must not turn this into a
+			// first-token timeout.
+			c := newClient(t, up, func(cfg *anthropic.Config) { cfg.StreamIdleTimeout = 150 * time.Millisecond })
 			up.Script(fakeupstream.Reply{Events: full, StallAfter: 5, Stall: 5 * time.Second})
 			var err error
 			if native {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchyard/switchyard/internal/fakeupstream"
 	"github.com/switchyard/switchyard/providers"
+	"github.com/switchyard/switchyard/providers/anthropic"
 )
 
 // TestMessagesNative: a /v1/messages body reaches Anthropic with only its model
@@ -152,4 +153,18 @@ func TestProviderInterfaces(t *testing.T) {
 	_, ok = p.(providers.TokenCounter)
 	require.True(t, ok)
 	require.Equal(t, "claude", p.Name())
+}
+
+// TestBaseURLWithV1: a base_url written with /v1 (or a trailing slash) reaches
+// the same paths.
+func TestBaseURLWithV1(t *testing.T) {
+	t.Parallel()
+	for _, suffix := range []string{"", "/", "/v1", "/v1/"} {
+		up := newFake(t)
+		c := anthropic.New(anthropic.Config{Name: "claude", BaseURL: up.URL + suffix, APIKey: key})
+		_, err := c.Chat(ctx, chatRequest())
+		c.Close()
+		require.NoError(t, err, suffix)
+		require.Equal(t, "/v1/messages", up.Requests()[0].Path, suffix)
+	}
 }

@@ -92,11 +92,11 @@ func TestConnIdle(t *testing.T) {
 	pr, pw := io.Pipe()
 	c := open(pr)
 	defer c.Close()
-	c.StartIdle(30 * time.Millisecond)
 	go func() { _, _ = io.WriteString(pw, "data: a\n\n") }()
 	_, err := c.Next(false)
 	require.NoError(t, err)
-	_, err = c.Next(false) // nothing more is written
+	c.StartIdle(30 * time.Millisecond) // armed once the stream is handed on
+	_, err = c.Next(false)             // nothing more is written
 	var se *providers.StreamError
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, providers.StreamStalled, se.Kind)
