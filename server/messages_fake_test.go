@@ -16,6 +16,7 @@ import (
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/providers"
+	"github.com/switchyard/switchyard/resilience"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -164,9 +165,12 @@ func serveMessages(t *testing.T, vms []router.VirtualModel, ps ...providers.Prov
 	t.Helper()
 	return serve(t, func(c *Config) {
 		var targets []router.Target
+		noRetry := resilience.DefaultRetry()
+		noRetry.MaxRetries = 0 // one attempt per target: the tests count them
 		for _, p := range ps {
 			models, _ := p.Models(context.Background())
-			targets = append(targets, router.Target{Provider: p, Configured: models})
+			targets = append(targets, router.Target{Provider: p, Configured: models,
+				Guard: resilience.NewGuard(resilience.GuardConfig{Provider: p.Name(), Retry: noRetry, Breaker: resilience.DefaultBreaker()})})
 		}
 		c.Router = router.New(c.Log, targets)
 		if vms != nil {
