@@ -205,6 +205,26 @@ func TestMessagesGoSDKAgainstAnOpenAITarget(t *testing.T) {
 		require.Contains(t, apiErr.Error(), "ended before its final event")
 	})
 
+	t.Run("request metrics as for chat calls", func(t *testing.T) {
+		resp, err := http.Get("http://" + g.app.HTTPAddr() + "/metrics")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		text := string(b)
+		for _, want := range []string{`endpoint="CreateMessage"`, `endpoint="StreamMessage"`, "switchyard_time_to_first_token_seconds_count",
+			`switchyard_incomplete_streams_total{provider="up"`,
+			`switchyard_tokens_total{`} {
+			require.Contains(t, text, want)
+		}
+		for _, l := range strings.Split(text, "\n") {
+			if strings.HasPrefix(l, "switchyard_requests_total{") && strings.Contains(l, `endpoint="StreamMessage"`) &&
+				strings.Contains(l, `provider="up"`) && strings.Contains(l, `status_class="2xx"`) {
+				return
+			}
+		}
+		t.Fatalf("no 200 StreamMessage request counted for provider up:\n%s", text)
+	})
+
 	t.Run("models.list reads /v1/models", func(t *testing.T) {
 		iter := claudeSDK(g).Models.ListAutoPaging(ctx, anthropic.ModelListParams{})
 		var ids []string
@@ -278,4 +298,3 @@ func findLine(t *testing.T, g *gateway, method string) map[string]any {
 	require.NotNil(t, found, "no request line for %s", method)
 	return found
 }
-
