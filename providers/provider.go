@@ -118,9 +118,15 @@ type EventStream interface {
 	Close() error
 }
 
+// CodeUnsupportedEndpoint is the code of the 400 a target answers for an
+// endpoint kind its provider does not serve (no Embedder, no Messenger for
+// count_tokens, ...). A chain skips such a target, as it skips an open breaker:
+// it was never called.
+const CodeUnsupportedEndpoint = "unsupported_endpoint"
+
 // Embedder is implemented by providers that serve embeddings (OpenAI's POST
 // /embeddings). A provider without it answers an embeddings call with a 400
-// naming it (code "unsupported_endpoint"), from the server.
+// naming it (code CodeUnsupportedEndpoint), from the server.
 type Embedder interface {
 	// Embed returns one embedding per input. req is the client's request; the
 	// provider sends it with its model replaced by a.Model and must not modify it

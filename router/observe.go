@@ -132,6 +132,9 @@ func failoverReason(err error, skipped bool) string {
 	if errors.Is(err, ErrTargetSaturated) {
 		return "target_saturated"
 	}
+	if pe := (*providers.Error)(nil); errors.As(err, &pe) && pe.Code == providers.CodeUnsupportedEndpoint {
+		return "unsupported_endpoint"
+	}
 	if skipped {
 		return "breaker_open"
 	}

@@ -102,7 +102,7 @@ func unsupportedEndpoint(name, typ, what string) error {
 		typ = "unknown"
 	}
 	return &providers.Error{Provider: name, Status: http.StatusBadRequest, Type: "invalid_request_error",
-		Code: "unsupported_endpoint", Message: fmt.Sprintf("provider %s (type %s) does not serve %s", name, typ, what)}
+		Code: providers.CodeUnsupportedEndpoint, Message: fmt.Sprintf("provider %s (type %s) does not serve %s", name, typ, what)}
 }
 
 // embeddings serves POST /v1/embeddings: the body is read within the size limit
