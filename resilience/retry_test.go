@@ -155,3 +155,18 @@ func TestBudgetDeniedRetryReturnsAtOnce(t *testing.T) {
 	require.Error(t, g.Call(context.Background(), "m", call))
 	require.Equal(t, 1, *n)
 }
+
+// CallOnce sends a call once whatever the retry settings, and the breaker still
+// counts it: a retryable status is one attempt and one breaker failure.
+func TestCallOnceNeverRetries(t *testing.T) {
+	t.Parallel()
+	c := newFakeClock()
+	b := DefaultBreaker()
+	b.FailureThreshold = 1
+	g := NewGuard(GuardConfig{Provider: "p", Retry: DefaultRetry(), Breaker: b, Clock: c})
+	attempts := 0
+	err := g.CallOnce(context.Background(), "", func(context.Context, int) error { attempts++; return status(503) })
+	require.Error(t, err)
+	require.Equal(t, 1, attempts, "no retry, though 503 is retryable")
+	require.Equal(t, Open, state(g, ""), "the failure reached the breaker")
+}

@@ -177,21 +177,20 @@ func (s *passthroughService) copyBody(ctx context.Context, w http.ResponseWriter
 // forward runs the call through the target's guard (model "": the provider's
 // own breaker) and returns the answer to relay: a success, or the last error
 // status once retries are spent. A nil answer comes with the error that left
-// none (an open breaker, no answer at all).
+// none (an open breaker, no answer at all). A call that must not be repeated
+// goes through CallOnce: one attempt, counted by the breaker like any other.
 func forward(ctx context.Context, t router.Target, fw providers.Passthrough, a providers.Attempt, out *http.Request,
 	body []byte, retry bool, tr *router.Trace) (*http.Response, error) {
 	var resp *http.Response
-	var last error
-	sent := 0
-	err := t.Guard.Call(ctx, "", func(ctx context.Context, _ int) error {
-		if !retry && sent > 0 {
-			return last // never a second upstream attempt (see oneShot)
-		}
+	run := t.Guard.Call
+	if !retry {
+		run = t.Guard.CallOnce
+	}
+	err := run(ctx, "", func(ctx context.Context, _ int) error {
 		if resp != nil {
 			resp.Body.Close() // a retried answer is dropped
 			resp = nil
 		}
-		sent++
 		atomic.AddInt64(&tr.Attempts, 1)
 		req := out.Clone(ctx)
 		req.Body, req.ContentLength = http.NoBody, 0
@@ -201,15 +200,10 @@ func forward(ctx context.Context, t router.Target, fw providers.Passthrough, a p
 		}
 		got, err := fw.Forward(ctx, a, req)
 		if err != nil {
-			last = err
-			if !retry {
-				last = oneShot(err)
-			}
-			return last
+			return err
 		}
 		resp = got
-		last = answerOutcome(t.Provider.Name(), got, retry)
-		return last
+		return answerOutcome(t.Provider.Name(), got)
 	})
 	if resp != nil {
 		return resp, nil
@@ -217,24 +211,14 @@ func forward(ctx context.Context, t router.Target, fw providers.Passthrough, a p
 	return nil, err
 }
 
-// answerOutcome is how an answer counts to the guard. Retriable calls: every
-// error status is an outcome with that status, retried and counted as the
-// provider's policy says. One-shot calls must not be retried whatever the policy
-// says, so what the default policy counts as a breaker failure (429, 5xx) is
-// reported as such in a form the retry loop never repeats (oneShot), and other
-// statuses as a success (the breaker's default verdict on them).
-func answerOutcome(provider string, resp *http.Response, retry bool) error {
+// answerOutcome is how an answer counts to the guard: an error status is an
+// outcome with that status, retried (when the call may be) and counted by the
+// breaker as the provider's policy says; the answer is relayed whatever it is.
+func answerOutcome(provider string, resp *http.Response) error {
 	if resp.StatusCode < 400 {
 		return nil
 	}
-	e := &upstreamAnswer{provider: provider, status: resp.StatusCode, delay: providers.RetryAfter(resp.Header, time.Now())}
-	switch {
-	case retry:
-		return e
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		return oneShot(e)
-	}
-	return nil
+	return &upstreamAnswer{provider: provider, status: resp.StatusCode, delay: providers.RetryAfter(resp.Header, time.Now())}
 }
 
 // upstreamAnswer is an upstream's error status, as the guard sees it.
@@ -251,27 +235,3 @@ func (e *upstreamAnswer) UpstreamStatus() int       { return e.status }
 func (e *upstreamAnswer) TransportFailure() bool    { return false }
 func (e *upstreamAnswer) LocalTimeout() bool        { return false }
 func (e *upstreamAnswer) RetryDelay() time.Duration { return e.delay }
-
-// oneShot wraps the failure of a call that must not be repeated so that the
-// retry loop stops at it while the breaker still counts it as a failure: to the
-// resilience layer it is a local timeout, which is never retried and always a
-// breaker failure. It unwraps to the failure (the client's error is the same).
-// Failures that are never retried anyway (a cancellation, a whole-attempt
-// timeout, an error status) are left as they are.
-func oneShot(err error) error {
-	var pe *providers.Error
-	var ans *upstreamAnswer
-	if errors.As(err, &ans) || errors.As(err, &pe) && (pe.Transport || pe.FirstToken) {
-		return &oneShotError{err: err}
-	}
-	return err
-}
-
-type oneShotError struct{ err error }
-
-func (e *oneShotError) Error() string             { return e.err.Error() }
-func (e *oneShotError) Unwrap() error             { return e.err }
-func (e *oneShotError) UpstreamStatus() int       { return 0 }
-func (e *oneShotError) TransportFailure() bool    { return false }
-func (e *oneShotError) LocalTimeout() bool        { return true }
-func (e *oneShotError) RetryDelay() time.Duration { return 0 }
