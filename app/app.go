@@ -26,6 +26,7 @@ import (
 	"github.com/switchyard/switchyard/server"
 	"github.com/switchyard/switchyard/store"
 	"github.com/switchyard/switchyard/tracing"
+	"github.com/switchyard/switchyard/usage"
 )
 
 // discoveryTimeout bounds model discovery at start.
@@ -43,6 +44,9 @@ type App struct {
 	stopOnce sync.Once
 	stopErr  error
 	shared   *redisShared // nil: embedded mode
+
+	ledger       *usage.Ledger // drained into its store at shutdown (app/usage.go)
+	drainTimeout time.Duration
 }
 
 // Option configures Start.
@@ -118,6 +122,10 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	if err != nil {
 		return nil, err
 	}
+	ledger, err := openLedger(ctx, cfg, log, m)
+	if err != nil {
+		return nil, err
+	}
 	infos := map[string]server.ProviderInfo{}
 	for name, p := range cfg.Providers {
 		infos[name] = server.ProviderInfo{Type: p.Type, BaseURL: providers.DisplayURL(p.BaseURL), EmbeddingModels: p.EmbeddingModels}
@@ -135,23 +143,28 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 		Keys: server.Keys{Master: string(cfg.Server.MasterKey), Admin: string(cfg.Server.AdminKey)},
 		VirtualKeys: vkeys, Limiter: limiter, KeyMetrics: cfg.Server.KeyMetricsOn(),
 		Breakers: rs.breakers(), SharedReady: rs.ready(),
+		Ledger: ledger,
 	})
 	if err != nil {
+		_ = ledger.Close(ctx)
 		return nil, err
 	}
 	var lc net.ListenConfig
 	grpcLis, err := lc.Listen(ctx, "tcp", cfg.Server.GRPCAddr)
 	if err != nil {
+		_ = ledger.Close(ctx)
 		return nil, fmt.Errorf("listen gRPC on %s: %w", cfg.Server.GRPCAddr, err)
 	}
 	httpLis, err := lc.Listen(ctx, "tcp", cfg.Server.HTTPAddr)
 	if err != nil {
 		grpcLis.Close()
+		_ = ledger.Close(ctx)
 		return nil, fmt.Errorf("listen HTTP on %s: %w", cfg.Server.HTTPAddr, err)
 	}
 	bg, stopBG := context.WithCancel(context.Background())
 	go rt.Recheck(bg, cfg.Server.RecheckInterval, discoveryTimeout)
-	a := &App{log: log, server: srv, grpcLis: grpcLis, httpLis: httpLis, done: make(chan error, 1), stopBG: stopBG}
+	a := &App{log: log, server: srv, grpcLis: grpcLis, httpLis: httpLis, done: make(chan error, 1), stopBG: stopBG,
+		ledger: ledger, drainTimeout: cfg.Server.DrainTimeout}
 	a.shared, started = rs, true
 	go func() { a.done <- srv.Serve(grpcLis, httpLis) }()
 	models := rt.Models()
@@ -180,6 +193,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 		a.server.Shutdown(ctx)
 		a.stopErr = <-a.done
 		a.shared.close()
+		a.closeLedger()
 	})
 	return a.stopErr
 }

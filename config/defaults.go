@@ -66,6 +66,7 @@ func applyDefaults(cfg *Config) {
 	if s.DataDir == "" {
 		s.DataDir = DefaultDataDir
 	}
+	applyUsageDefaults(&cfg.Usage)
 	applyStateDefaults(&cfg.State)
 	if len(cfg.Providers) == 0 {
 		cfg.Providers = map[string]*Provider{SimulatorName: {Type: "simulator"}}

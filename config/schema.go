@@ -17,6 +17,13 @@ type Config struct {
 	VirtualModels []VirtualModel `yaml:"virtual_models"`
 	// Failover holds the global failover defaults for virtual models.
 	Failover Failover `yaml:"failover"`
+	// Usage configures the usage ledger (config/usage.go).
+	Usage Usage `yaml:"usage"`
+	// Pricing prices models for the ledger, by "provider/model" or model name.
+	Pricing map[string]Price `yaml:"pricing"`
+	// PricingFile is a YAML or JSON file of prices in pricing's shape; pricing's
+	// own entries win over the file's.
+	PricingFile string `yaml:"pricing_file"`
 	// State is where shared state lives (embedded, or Redis for several replicas).
 	State State `yaml:"state"`
 }

@@ -66,6 +66,7 @@ func (c *Config) problems() []*Error {
 	}
 	validateFailover("failover", &c.Failover, add)
 	validateVirtualModels(c, add)
+	validateUsage(c, add)
 	validateState(c.State, add)
 	slices.SortStableFunc(errs, func(a, b *Error) int { return strings.Compare(a.Path, b.Path) })
 	return errs

@@ -148,6 +148,14 @@ func adminRouteTable() []adminRoute {
 			}},
 		{name: "revoke key", rpc: "RevokeKey", method: http.MethodDelete, path: "/admin/v1/keys/{key}", grpcBody: `{"id":"{key}"}`,
 			check: func(t *testing.T, got map[string]any) { require.NotEmpty(t, got["key"].(map[string]any)["revoked_at"]) }},
+		{name: "query usage", rpc: "QueryUsage", method: http.MethodGet,
+			path:     "/admin/v1/usage?start_time=2026-01-01T00:00:00Z&end_time=2999-01-01T00:00:00Z&group_by=key&group_by=model",
+			grpcBody: `{"start_time":"2026-01-01T00:00:00Z","end_time":"2999-01-01T00:00:00Z","group_by":["key","model"]}`,
+			check:    func(t *testing.T, got map[string]any) { require.Equal(t, "2999-01-01T00:00:00Z", got["end_time"]) }},
+		{name: "list requests", rpc: "ListRequests", method: http.MethodGet,
+			path:     "/admin/v1/requests?start_time=2026-01-01T00:00:00Z&end_time=2999-01-01T00:00:00Z&page_size=10",
+			grpcBody: `{"start_time":"2026-01-01T00:00:00Z","end_time":"2999-01-01T00:00:00Z","page_size":10}`,
+			check:    func(t *testing.T, got map[string]any) { require.Empty(t, got["records"], "no inference call yet") }},
 	}
 }
 

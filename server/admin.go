@@ -15,6 +15,7 @@ import (
 	"github.com/switchyard/switchyard/keys"
 	"github.com/switchyard/switchyard/resilience"
 	"github.com/switchyard/switchyard/router"
+	"github.com/switchyard/switchyard/usage"
 )
 
 // ProviderInfo is what the admin API shows of a provider's configuration.
@@ -34,6 +35,7 @@ type adminService struct {
 	breakers  BreakerSync
 	providers map[string]ProviderInfo
 	keys      *keys.Registry // nil: the key RPCs answer FailedPrecondition
+	ledger    *usage.Ledger  // nil: the usage RPCs answer FailedPrecondition (server/admin_usage.go)
 }
 
 func (s *adminService) audit(ctx context.Context, action string, attrs ...any) {

@@ -88,6 +88,7 @@ func (s *chatService) CreateChatCompletion(ctx context.Context, req *pb.ChatComp
 	}
 	if u := resp.GetUsage(); u != nil {
 		rep.tokensIn, rep.tokensOut = int(u.GetPromptTokens()), int(u.GetCompletionTokens())
+		rep.setUsage(u)
 	}
 	return resp, nil
 }
@@ -145,6 +146,7 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 		}
 		if u := chunk.GetUsage(); u != nil {
 			rep.tokensIn, rep.tokensOut = int(u.GetPromptTokens()), int(u.GetCompletionTokens())
+			rep.setUsage(u)
 			if !wantsUsage {
 				if len(chunk.GetChoices()) == 0 {
 					continue // the usage chunk the client did not ask for
@@ -155,6 +157,7 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 		if first {
 			first = false
 			s.metrics.TimeToFirstToken(route.Provider, route.Model, time.Since(rep.start))
+			rep.firstToken()
 		}
 		if sse != nil && pender != nil {
 			sse.more = pender.Pending()
@@ -190,6 +193,7 @@ func (s *chatService) relay(ctx context.Context, rep *report, route router.Route
 		}
 		if info := c.Info; info.Usage {
 			rep.tokensIn, rep.tokensOut = info.PromptTokens, info.CompletionTokens
+			rep.setUsageJSON(c.Bytes)
 			if !wantsUsage && info.UsageOnly {
 				continue // the usage chunk the client did not ask for
 			}
@@ -197,6 +201,7 @@ func (s *chatService) relay(ctx context.Context, rep *report, route router.Route
 		if first {
 			first = false
 			s.metrics.TimeToFirstToken(route.Provider, route.Model, time.Since(rep.start))
+			rep.firstToken()
 		}
 		sse.more = pender != nil && pender.Pending()
 		switch {

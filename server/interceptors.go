@@ -21,6 +21,7 @@ import (
 	"github.com/switchyard/switchyard/keys"
 	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/tracing"
+	"github.com/switchyard/switchyard/usage"
 )
 
 // Metadata keys Switchyard reads and writes (REST headers map onto them).
@@ -66,6 +67,10 @@ type chain struct {
 	adm *admissionStage
 	// drain ends calls still running at the drain deadline with shuttingDown.
 	drain *drainer
+	// ledger records each inference call's usage (nil: none); virtual tells
+	// virtual model names.
+	ledger  *usage.Ledger
+	virtual func(string) bool
 }
 
 // run gives the call its request id, server span and report, admits it (see
@@ -76,6 +81,7 @@ func (c chain) run(ctx context.Context, method string, handler func(context.Cont
 	ctx, span := startServerSpan(ctx, c.tracer, method)
 	defer span.End()
 	ctx, rep := newReport(ctx)
+	rep.attach(c.ledger, c.virtual)
 	c.m.InFlight(rep.surface, 1)
 	defer c.m.InFlight(rep.surface, -1)
 	ctx, adm, err := c.adm.enter(ctx, method)

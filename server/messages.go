@@ -157,6 +157,7 @@ func (s messagesService) create(ctx context.Context, req messageRequest) ([]byte
 	}
 	if json.Unmarshal(resp, &msg) == nil {
 		rep.tokensIn, rep.tokensOut = inputTokens(msg.Usage), msg.Usage.OutputTokens
+		rep.anthropicUsage(msg.Usage)
 	}
 	return resp, nil
 }

@@ -112,6 +112,7 @@ func (s messagesService) stream(ctx context.Context, req messageRequest, sse *ss
 		if first {
 			first = false
 			s.metrics.TimeToFirstToken(route.Provider, route.Model, time.Since(rep.start))
+			rep.firstToken()
 		}
 		noteUsage(rep, ev)
 		if err := sse.SendEvent(ev.Type, ev.Data); err != nil {
@@ -148,6 +149,7 @@ func noteUsage(rep *report, ev providers.Event) {
 		rep.tokensIn = in
 	}
 	rep.tokensOut = usage.OutputTokens
+	rep.anthropicUsage(*usage)
 }
 
 // chatEvents is a chat stream read as Anthropic events (anthropicjson.EventWriter):

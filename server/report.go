@@ -47,6 +47,7 @@ type report struct {
 	trace     router.Trace
 	tokensIn  int
 	tokensOut int
+	usage     reportUsage // the usage ledger's part (server/usage.go)
 }
 
 type reportKey struct{}
@@ -80,6 +81,7 @@ func (r *report) finish(ctx context.Context, log *slog.Logger, m *metrics.Metric
 		httpStatus = fromStatus(status.Convert(err)).HTTPStatus
 	}
 	m.Request(r.surface, endpoint, r.target.Provider, r.target.Model, httpStatus, r.stream, latency)
+	r.record(ctx, method, httpStatus, err, latency)
 	if r.tokensIn+r.tokensOut > 0 {
 		m.Tokens(r.target.Provider, r.target.Model, r.tokensIn, r.tokensOut)
 	}

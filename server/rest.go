@@ -86,6 +86,9 @@ func outgoingHeader(key string) (string, bool) {
 	case mdLimitRequests, mdLimitTokens, mdRemainingRequests, mdRemainingTokens, mdResetRequests, mdResetTokens:
 		return key, true // the rate limit headers, named as OpenAI names them
 	}
+	if name, ok := usageHeaders[key]; ok { // the usage ledger's (server/usage.go)
+		return name, true
+	}
 	return "", false
 }
 

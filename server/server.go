@@ -33,6 +33,7 @@ import (
 	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/tracing"
+	"github.com/switchyard/switchyard/usage"
 )
 
 // Config is what a Server needs.
@@ -53,6 +54,9 @@ type Config struct {
 	// KeyBudget, when set, is asked before a virtual key's call is admitted; an
 	// error (a status) refuses the call (the usage ledger's budgets).
 	KeyBudget func(context.Context, keys.Key) error
+	// Ledger records every inference call's usage and cost (nil: none); with its
+	// running spend and no KeyBudget, it enforces virtual keys' budget_usd.
+	Ledger *usage.Ledger
 	// MaxBodyBytes limits REST request bodies.
 	MaxBodyBytes int64
 	// DrainTimeout is the drain deadline for in-flight calls.
@@ -137,11 +141,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	drain := newDrainer()
 	auth := authorizer{keys: cfg.Keys, virtual: cfg.VirtualKeys}
+	if cfg.KeyBudget == nil && cfg.Ledger.Spend() != nil {
+		cfg.KeyBudget = budgetCheck(cfg.Ledger.Spend())
+	}
 	adm := &admissionStage{log: cfg.Log, auth: auth, router: cfg.Router, limiter: cfg.Limiter, budget: cfg.KeyBudget}
 	if cfg.VirtualKeys != nil && cfg.KeyMetrics {
 		adm.keyM = metrics.NewKeyMetrics(cfg.Metrics)
 	}
-	unary, stream := interceptors(chain{log: cfg.Log, m: cfg.Metrics, tracer: cfg.Tracer, adm: adm, drain: drain})
+	unary, stream := interceptors(chain{log: cfg.Log, m: cfg.Metrics, tracer: cfg.Tracer, adm: adm, drain: drain,
+		ledger: cfg.Ledger, virtual: isVirtual(cfg.Router)})
 	chat := &chatService{log: cfg.Log, router: cfg.Router, metrics: cfg.Metrics, writeTimeout: cfg.WriteTimeout}
 	targets := map[string]router.Target{}
 	for _, t := range cfg.Targets {
@@ -151,7 +159,7 @@ func New(cfg Config) (*Server, error) {
 	embed := &embeddingService{log: cfg.Log, router: cfg.Router, providers: cfg.Providers}
 	pass := &passthroughService{log: cfg.Log, targets: targets, providers: cfg.Providers, writeTimeout: cfg.WriteTimeout}
 	admin := &adminService{log: cfg.Log, router: cfg.Router, failover: cfg.Failover,
-		persist: cfg.PersistVirtualModels, providers: cfg.Providers, breakers: cfg.Breakers, keys: cfg.VirtualKeys}
+		persist: cfg.PersistVirtualModels, providers: cfg.Providers, breakers: cfg.Breakers, keys: cfg.VirtualKeys, ledger: cfg.Ledger}
 	register := func(gs *grpc.Server) {
 		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.ChatService_ServiceDesc), chat)
 		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.ModelService_ServiceDesc), models)

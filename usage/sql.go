@@ -99,6 +99,9 @@ func (s *sqlStore) where(f Filter) (string, []any) {
 	if f.Status != 0 {
 		add("status = ?", f.Status)
 	}
+	if f.RequestID != "" {
+		add("request_id = ?", f.RequestID)
+	}
 	if f.ErrorsOnly {
 		conds = append(conds, "(status >= 400 OR error_code <> '')")
 	}

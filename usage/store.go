@@ -47,6 +47,8 @@ type Filter struct {
 	Status int
 	// ErrorsOnly keeps failed requests only.
 	ErrorsOnly bool
+	// RequestID keeps one request's record (usage_requests_request_id).
+	RequestID string
 }
 
 // Group-by dimensions (Query.GroupBy).

@@ -2009,6 +2009,954 @@ func (x *RevokeKeyResponse) GetKey() *Key {
 	return nil
 }
 
+// QueryUsageRequest selects and groups usage records. The range is
+// [start_time, end_time); without start_time it is the last `since` (default
+// 24h) before end_time (default now).
+type QueryUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Start of the range, RFC 3339 (e.g. 2026-12-01T00:00:00Z).
+	StartTime string `protobuf:"bytes,1,opt,name=start_time,proto3" json:"start_time,omitempty"`
+	// End of the range (exclusive), RFC 3339; default now.
+	EndTime string `protobuf:"bytes,2,opt,name=end_time,proto3" json:"end_time,omitempty"`
+	// Length of the range before end_time when start_time is unset (a Go
+	// duration such as "24h"); default 24h.
+	Since string `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
+	// Only this key's requests (a virtual key's id, or "master:..." for the master key).
+	KeyId string `protobuf:"bytes,4,opt,name=key_id,proto3" json:"key_id,omitempty"`
+	// Only requests that asked for this model.
+	Model string `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
+	// Only requests whose final target is on this provider.
+	Provider string `protobuf:"bytes,6,opt,name=provider,proto3" json:"provider,omitempty"`
+	// Only requests answered with this HTTP status.
+	Status int32 `protobuf:"varint,7,opt,name=status,proto3" json:"status,omitempty"`
+	// Dimensions to group by: key, model, provider, status, virtual_model, endpoint, target.
+	GroupBy []string `protobuf:"bytes,8,rep,name=group_by,proto3" json:"group_by,omitempty"`
+	// Time bucket: "hour", "day", or empty for none (UTC).
+	Bucket        string `protobuf:"bytes,9,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryUsageRequest) Reset() {
+	*x = QueryUsageRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryUsageRequest) ProtoMessage() {}
+
+func (x *QueryUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryUsageRequest.ProtoReflect.Descriptor instead.
+func (*QueryUsageRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *QueryUsageRequest) GetStartTime() string {
+	if x != nil {
+		return x.StartTime
+	}
+	return ""
+}
+
+func (x *QueryUsageRequest) GetEndTime() string {
+	if x != nil {
+		return x.EndTime
+	}
+	return ""
+}
+
+func (x *QueryUsageRequest) GetSince() string {
+	if x != nil {
+		return x.Since
+	}
+	return ""
+}
+
+func (x *QueryUsageRequest) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *QueryUsageRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *QueryUsageRequest) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *QueryUsageRequest) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *QueryUsageRequest) GetGroupBy() []string {
+	if x != nil {
+		return x.GroupBy
+	}
+	return nil
+}
+
+func (x *QueryUsageRequest) GetBucket() string {
+	if x != nil {
+		return x.Bucket
+	}
+	return ""
+}
+
+// QueryUsageResponse is one row per group (and bucket).
+type QueryUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The groups, by bucket then by their values.
+	Groups []*UsageGroup `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"`
+	// The range the query covered, RFC 3339.
+	StartTime string `protobuf:"bytes,2,opt,name=start_time,proto3" json:"start_time,omitempty"`
+	// End of the range (exclusive), RFC 3339.
+	EndTime       string `protobuf:"bytes,3,opt,name=end_time,proto3" json:"end_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryUsageResponse) Reset() {
+	*x = QueryUsageResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryUsageResponse) ProtoMessage() {}
+
+func (x *QueryUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryUsageResponse.ProtoReflect.Descriptor instead.
+func (*QueryUsageResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *QueryUsageResponse) GetGroups() []*UsageGroup {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+func (x *QueryUsageResponse) GetStartTime() string {
+	if x != nil {
+		return x.StartTime
+	}
+	return ""
+}
+
+func (x *QueryUsageResponse) GetEndTime() string {
+	if x != nil {
+		return x.EndTime
+	}
+	return ""
+}
+
+// UsageGroup aggregates the records of one group. The dimension fields are set
+// for the dimensions grouped by.
+type UsageGroup struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Start of the bucket, RFC 3339 (empty without a bucket).
+	BucketStart string `protobuf:"bytes,1,opt,name=bucket_start,proto3" json:"bucket_start,omitempty"`
+	// The caller's key id.
+	KeyId string `protobuf:"bytes,2,opt,name=key_id,proto3" json:"key_id,omitempty"`
+	// The model asked for.
+	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// The final target's provider.
+	Provider string `protobuf:"bytes,4,opt,name=provider,proto3" json:"provider,omitempty"`
+	// The HTTP status answered.
+	Status int32 `protobuf:"varint,5,opt,name=status,proto3" json:"status,omitempty"`
+	// The virtual model asked for.
+	VirtualModel string `protobuf:"bytes,6,opt,name=virtual_model,proto3" json:"virtual_model,omitempty"`
+	// The endpoint: chat, messages, embeddings.
+	Endpoint string `protobuf:"bytes,7,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	// The final target, provider/model.
+	Target string `protobuf:"bytes,8,opt,name=target,proto3" json:"target,omitempty"`
+	// Requests counted.
+	Requests int64 `protobuf:"varint,9,opt,name=requests,proto3" json:"requests,omitempty"`
+	// Requests that ended in an error.
+	Errors int64 `protobuf:"varint,10,opt,name=errors,proto3" json:"errors,omitempty"`
+	// Requests without a price (their cost is not in cost_usd).
+	UnpricedRequests int64 `protobuf:"varint,11,opt,name=unpriced_requests,proto3" json:"unpriced_requests,omitempty"`
+	// Prompt tokens, cached ones included.
+	PromptTokens int64 `protobuf:"varint,12,opt,name=prompt_tokens,proto3" json:"prompt_tokens,omitempty"`
+	// Completion tokens, reasoning ones included.
+	CompletionTokens int64 `protobuf:"varint,13,opt,name=completion_tokens,proto3" json:"completion_tokens,omitempty"`
+	// Prompt tokens read from the provider's cache.
+	CachedTokens int64 `protobuf:"varint,14,opt,name=cached_tokens,proto3" json:"cached_tokens,omitempty"`
+	// Prompt tokens written to the provider's cache (Anthropic).
+	CacheWriteTokens int64 `protobuf:"varint,15,opt,name=cache_write_tokens,proto3" json:"cache_write_tokens,omitempty"`
+	// Completion tokens spent on reasoning.
+	ReasoningTokens int64 `protobuf:"varint,16,opt,name=reasoning_tokens,proto3" json:"reasoning_tokens,omitempty"`
+	// Some of the tokens are Switchyard's estimates (the upstream reported none).
+	TokensEstimated bool `protobuf:"varint,17,opt,name=tokens_estimated,proto3" json:"tokens_estimated,omitempty"`
+	// Cost of the priced requests, USD.
+	CostUsd float64 `protobuf:"fixed64,18,opt,name=cost_usd,proto3" json:"cost_usd,omitempty"`
+	// Median request latency, milliseconds.
+	LatencyP50Ms float64 `protobuf:"fixed64,19,opt,name=latency_p50_ms,proto3" json:"latency_p50_ms,omitempty"`
+	// 95th percentile request latency, milliseconds.
+	LatencyP95Ms float64 `protobuf:"fixed64,20,opt,name=latency_p95_ms,proto3" json:"latency_p95_ms,omitempty"`
+	// Median time to first token of the streamed requests, milliseconds.
+	TtftP50Ms float64 `protobuf:"fixed64,21,opt,name=ttft_p50_ms,proto3" json:"ttft_p50_ms,omitempty"`
+	// 95th percentile time to first token, milliseconds.
+	TtftP95Ms     float64 `protobuf:"fixed64,22,opt,name=ttft_p95_ms,proto3" json:"ttft_p95_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageGroup) Reset() {
+	*x = UsageGroup{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageGroup) ProtoMessage() {}
+
+func (x *UsageGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageGroup.ProtoReflect.Descriptor instead.
+func (*UsageGroup) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *UsageGroup) GetBucketStart() string {
+	if x != nil {
+		return x.BucketStart
+	}
+	return ""
+}
+
+func (x *UsageGroup) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *UsageGroup) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *UsageGroup) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *UsageGroup) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetVirtualModel() string {
+	if x != nil {
+		return x.VirtualModel
+	}
+	return ""
+}
+
+func (x *UsageGroup) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *UsageGroup) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *UsageGroup) GetRequests() int64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetErrors() int64 {
+	if x != nil {
+		return x.Errors
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetUnpricedRequests() int64 {
+	if x != nil {
+		return x.UnpricedRequests
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetPromptTokens() int64 {
+	if x != nil {
+		return x.PromptTokens
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetCompletionTokens() int64 {
+	if x != nil {
+		return x.CompletionTokens
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetCachedTokens() int64 {
+	if x != nil {
+		return x.CachedTokens
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetCacheWriteTokens() int64 {
+	if x != nil {
+		return x.CacheWriteTokens
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetReasoningTokens() int64 {
+	if x != nil {
+		return x.ReasoningTokens
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetTokensEstimated() bool {
+	if x != nil {
+		return x.TokensEstimated
+	}
+	return false
+}
+
+func (x *UsageGroup) GetCostUsd() float64 {
+	if x != nil {
+		return x.CostUsd
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetLatencyP50Ms() float64 {
+	if x != nil {
+		return x.LatencyP50Ms
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetLatencyP95Ms() float64 {
+	if x != nil {
+		return x.LatencyP95Ms
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetTtftP50Ms() float64 {
+	if x != nil {
+		return x.TtftP50Ms
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetTtftP95Ms() float64 {
+	if x != nil {
+		return x.TtftP95Ms
+	}
+	return 0
+}
+
+// ListRequestsRequest selects a page of usage records, newest first (same range
+// rules as QueryUsageRequest).
+type ListRequestsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Start of the range, RFC 3339.
+	StartTime string `protobuf:"bytes,1,opt,name=start_time,proto3" json:"start_time,omitempty"`
+	// End of the range (exclusive), RFC 3339; default now.
+	EndTime string `protobuf:"bytes,2,opt,name=end_time,proto3" json:"end_time,omitempty"`
+	// Length of the range before end_time when start_time is unset; default 24h.
+	Since string `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
+	// Only this key's requests.
+	KeyId string `protobuf:"bytes,4,opt,name=key_id,proto3" json:"key_id,omitempty"`
+	// Only requests that asked for this model.
+	Model string `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
+	// Only requests whose final target is on this provider.
+	Provider string `protobuf:"bytes,6,opt,name=provider,proto3" json:"provider,omitempty"`
+	// Only requests answered with this HTTP status.
+	Status int32 `protobuf:"varint,7,opt,name=status,proto3" json:"status,omitempty"`
+	// Only requests that ended in an error.
+	ErrorsOnly bool `protobuf:"varint,8,opt,name=errors_only,proto3" json:"errors_only,omitempty"`
+	// Records per page (default 50, at most 1000).
+	PageSize int32 `protobuf:"varint,9,opt,name=page_size,proto3" json:"page_size,omitempty"`
+	// The previous page's next_page_token.
+	PageToken string `protobuf:"bytes,10,opt,name=page_token,proto3" json:"page_token,omitempty"`
+	// Only the record of this request id (its x-request-id).
+	RequestId     string `protobuf:"bytes,11,opt,name=request_id,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRequestsRequest) Reset() {
+	*x = ListRequestsRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRequestsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRequestsRequest) ProtoMessage() {}
+
+func (x *ListRequestsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRequestsRequest.ProtoReflect.Descriptor instead.
+func (*ListRequestsRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ListRequestsRequest) GetStartTime() string {
+	if x != nil {
+		return x.StartTime
+	}
+	return ""
+}
+
+func (x *ListRequestsRequest) GetEndTime() string {
+	if x != nil {
+		return x.EndTime
+	}
+	return ""
+}
+
+func (x *ListRequestsRequest) GetSince() string {
+	if x != nil {
+		return x.Since
+	}
+	return ""
+}
+
+func (x *ListRequestsRequest) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *ListRequestsRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *ListRequestsRequest) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ListRequestsRequest) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *ListRequestsRequest) GetErrorsOnly() bool {
+	if x != nil {
+		return x.ErrorsOnly
+	}
+	return false
+}
+
+func (x *ListRequestsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListRequestsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListRequestsRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// ListRequestsResponse is one page of records.
+type ListRequestsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The records, newest first.
+	Records []*UsageRecord `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	// Continues the listing; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRequestsResponse) Reset() {
+	*x = ListRequestsResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRequestsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRequestsResponse) ProtoMessage() {}
+
+func (x *ListRequestsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRequestsResponse.ProtoReflect.Descriptor instead.
+func (*ListRequestsResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ListRequestsResponse) GetRecords() []*UsageRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *ListRequestsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// UsageRecord is what one request did (no prompt or completion text).
+type UsageRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// When the request arrived, RFC 3339 with fractions.
+	Time string `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	// The request's x-request-id.
+	RequestId string `protobuf:"bytes,2,opt,name=request_id,proto3" json:"request_id,omitempty"`
+	// rest or grpc.
+	Surface string `protobuf:"bytes,3,opt,name=surface,proto3" json:"surface,omitempty"`
+	// chat, messages or embeddings.
+	Endpoint string `protobuf:"bytes,4,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	// A streamed answer.
+	Stream bool `protobuf:"varint,5,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The caller's key id.
+	KeyId string `protobuf:"bytes,6,opt,name=key_id,proto3" json:"key_id,omitempty"`
+	// The model asked for.
+	Model string `protobuf:"bytes,7,opt,name=model,proto3" json:"model,omitempty"`
+	// Set when model named a virtual model.
+	VirtualModel string `protobuf:"bytes,8,opt,name=virtual_model,proto3" json:"virtual_model,omitempty"`
+	// The final target's provider.
+	Provider string `protobuf:"bytes,9,opt,name=provider,proto3" json:"provider,omitempty"`
+	// The final target's model.
+	TargetModel string `protobuf:"bytes,10,opt,name=target_model,proto3" json:"target_model,omitempty"`
+	// Every upstream attempt, in the order they ended.
+	Attempts []*UsageAttempt `protobuf:"bytes,11,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	// Moves to a backup target.
+	Failovers int32 `protobuf:"varint,12,opt,name=failovers,proto3" json:"failovers,omitempty"`
+	// Targets a broken stream was continued on.
+	Resumes int32 `protobuf:"varint,13,opt,name=resumes,proto3" json:"resumes,omitempty"`
+	// A backup was started beside a slow first target.
+	Hedged bool `protobuf:"varint,14,opt,name=hedged,proto3" json:"hedged,omitempty"`
+	// Prompt tokens, cached ones included.
+	PromptTokens int64 `protobuf:"varint,15,opt,name=prompt_tokens,proto3" json:"prompt_tokens,omitempty"`
+	// Completion tokens, reasoning ones included.
+	CompletionTokens int64 `protobuf:"varint,16,opt,name=completion_tokens,proto3" json:"completion_tokens,omitempty"`
+	// Prompt tokens read from the cache.
+	CachedTokens int64 `protobuf:"varint,17,opt,name=cached_tokens,proto3" json:"cached_tokens,omitempty"`
+	// Prompt tokens written to the cache.
+	CacheWriteTokens int64 `protobuf:"varint,18,opt,name=cache_write_tokens,proto3" json:"cache_write_tokens,omitempty"`
+	// Completion tokens spent on reasoning.
+	ReasoningTokens int64 `protobuf:"varint,19,opt,name=reasoning_tokens,proto3" json:"reasoning_tokens,omitempty"`
+	// The tokens are Switchyard's estimate (the upstream reported none).
+	TokensEstimated bool `protobuf:"varint,20,opt,name=tokens_estimated,proto3" json:"tokens_estimated,omitempty"`
+	// Cost in USD; unset when the target has no price.
+	CostUsd *float64 `protobuf:"fixed64,21,opt,name=cost_usd,proto3,oneof" json:"cost_usd,omitempty"`
+	// Whole request latency, milliseconds.
+	LatencyMs float64 `protobuf:"fixed64,22,opt,name=latency_ms,proto3" json:"latency_ms,omitempty"`
+	// Time to first token of a stream, milliseconds (0: none).
+	TtftMs float64 `protobuf:"fixed64,23,opt,name=ttft_ms,proto3" json:"ttft_ms,omitempty"`
+	// HTTP status answered.
+	Status int32 `protobuf:"varint,24,opt,name=status,proto3" json:"status,omitempty"`
+	// The error's code ("" on success).
+	ErrorCode     string `protobuf:"bytes,25,opt,name=error_code,proto3" json:"error_code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageRecord) Reset() {
+	*x = UsageRecord{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageRecord) ProtoMessage() {}
+
+func (x *UsageRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageRecord.ProtoReflect.Descriptor instead.
+func (*UsageRecord) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *UsageRecord) GetTime() string {
+	if x != nil {
+		return x.Time
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetSurface() string {
+	if x != nil {
+		return x.Surface
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetStream() bool {
+	if x != nil {
+		return x.Stream
+	}
+	return false
+}
+
+func (x *UsageRecord) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetVirtualModel() string {
+	if x != nil {
+		return x.VirtualModel
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetTargetModel() string {
+	if x != nil {
+		return x.TargetModel
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetAttempts() []*UsageAttempt {
+	if x != nil {
+		return x.Attempts
+	}
+	return nil
+}
+
+func (x *UsageRecord) GetFailovers() int32 {
+	if x != nil {
+		return x.Failovers
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetResumes() int32 {
+	if x != nil {
+		return x.Resumes
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetHedged() bool {
+	if x != nil {
+		return x.Hedged
+	}
+	return false
+}
+
+func (x *UsageRecord) GetPromptTokens() int64 {
+	if x != nil {
+		return x.PromptTokens
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetCompletionTokens() int64 {
+	if x != nil {
+		return x.CompletionTokens
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetCachedTokens() int64 {
+	if x != nil {
+		return x.CachedTokens
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetCacheWriteTokens() int64 {
+	if x != nil {
+		return x.CacheWriteTokens
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetReasoningTokens() int64 {
+	if x != nil {
+		return x.ReasoningTokens
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetTokensEstimated() bool {
+	if x != nil {
+		return x.TokensEstimated
+	}
+	return false
+}
+
+func (x *UsageRecord) GetCostUsd() float64 {
+	if x != nil && x.CostUsd != nil {
+		return *x.CostUsd
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetLatencyMs() float64 {
+	if x != nil {
+		return x.LatencyMs
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetTtftMs() float64 {
+	if x != nil {
+		return x.TtftMs
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetErrorCode() string {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ""
+}
+
+// UsageAttempt is one upstream attempt.
+type UsageAttempt struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// provider/model.
+	Target string `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
+	// ok, or the failure's kind (status, timeout, transport_error, cancelled, ...).
+	Outcome string `protobuf:"bytes,2,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// The upstream's HTTP status (0: none).
+	Status int32 `protobuf:"varint,3,opt,name=status,proto3" json:"status,omitempty"`
+	// The attempt's duration, milliseconds.
+	LatencyMs     float64 `protobuf:"fixed64,4,opt,name=latency_ms,proto3" json:"latency_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageAttempt) Reset() {
+	*x = UsageAttempt{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageAttempt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageAttempt) ProtoMessage() {}
+
+func (x *UsageAttempt) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageAttempt.ProtoReflect.Descriptor instead.
+func (*UsageAttempt) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *UsageAttempt) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *UsageAttempt) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *UsageAttempt) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *UsageAttempt) GetLatencyMs() float64 {
+	if x != nil {
+		return x.LatencyMs
+	}
+	return 0
+}
+
 var File_switchyard_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
@@ -2152,12 +3100,118 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\x10RevokeKeyRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"?\n" +
 	"\x11RevokeKeyResponse\x12*\n" +
-	"\x03key\x18\x01 \x01(\v2\x18.switchyard.admin.v1.KeyR\x03key*|\n" +
+	"\x03key\x18\x01 \x01(\v2\x18.switchyard.admin.v1.KeyR\x03key\"\xfb\x01\n" +
+	"\x11QueryUsageRequest\x12\x1e\n" +
+	"\n" +
+	"start_time\x18\x01 \x01(\tR\n" +
+	"start_time\x12\x1a\n" +
+	"\bend_time\x18\x02 \x01(\tR\bend_time\x12\x14\n" +
+	"\x05since\x18\x03 \x01(\tR\x05since\x12\x16\n" +
+	"\x06key_id\x18\x04 \x01(\tR\x06key_id\x12\x14\n" +
+	"\x05model\x18\x05 \x01(\tR\x05model\x12\x1a\n" +
+	"\bprovider\x18\x06 \x01(\tR\bprovider\x12\x16\n" +
+	"\x06status\x18\a \x01(\x05R\x06status\x12\x1a\n" +
+	"\bgroup_by\x18\b \x03(\tR\bgroup_by\x12\x16\n" +
+	"\x06bucket\x18\t \x01(\tR\x06bucket\"\x89\x01\n" +
+	"\x12QueryUsageResponse\x127\n" +
+	"\x06groups\x18\x01 \x03(\v2\x1f.switchyard.admin.v1.UsageGroupR\x06groups\x12\x1e\n" +
+	"\n" +
+	"start_time\x18\x02 \x01(\tR\n" +
+	"start_time\x12\x1a\n" +
+	"\bend_time\x18\x03 \x01(\tR\bend_time\"\x80\x06\n" +
+	"\n" +
+	"UsageGroup\x12\"\n" +
+	"\fbucket_start\x18\x01 \x01(\tR\fbucket_start\x12\x16\n" +
+	"\x06key_id\x18\x02 \x01(\tR\x06key_id\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12\x1a\n" +
+	"\bprovider\x18\x04 \x01(\tR\bprovider\x12\x16\n" +
+	"\x06status\x18\x05 \x01(\x05R\x06status\x12$\n" +
+	"\rvirtual_model\x18\x06 \x01(\tR\rvirtual_model\x12\x1a\n" +
+	"\bendpoint\x18\a \x01(\tR\bendpoint\x12\x16\n" +
+	"\x06target\x18\b \x01(\tR\x06target\x12\x1a\n" +
+	"\brequests\x18\t \x01(\x03R\brequests\x12\x16\n" +
+	"\x06errors\x18\n" +
+	" \x01(\x03R\x06errors\x12,\n" +
+	"\x11unpriced_requests\x18\v \x01(\x03R\x11unpriced_requests\x12$\n" +
+	"\rprompt_tokens\x18\f \x01(\x03R\rprompt_tokens\x12,\n" +
+	"\x11completion_tokens\x18\r \x01(\x03R\x11completion_tokens\x12$\n" +
+	"\rcached_tokens\x18\x0e \x01(\x03R\rcached_tokens\x12.\n" +
+	"\x12cache_write_tokens\x18\x0f \x01(\x03R\x12cache_write_tokens\x12*\n" +
+	"\x10reasoning_tokens\x18\x10 \x01(\x03R\x10reasoning_tokens\x12*\n" +
+	"\x10tokens_estimated\x18\x11 \x01(\bR\x10tokens_estimated\x12\x1a\n" +
+	"\bcost_usd\x18\x12 \x01(\x01R\bcost_usd\x12&\n" +
+	"\x0elatency_p50_ms\x18\x13 \x01(\x01R\x0elatency_p50_ms\x12&\n" +
+	"\x0elatency_p95_ms\x18\x14 \x01(\x01R\x0elatency_p95_ms\x12 \n" +
+	"\vttft_p50_ms\x18\x15 \x01(\x01R\vttft_p50_ms\x12 \n" +
+	"\vttft_p95_ms\x18\x16 \x01(\x01R\vttft_p95_ms\"\xc9\x02\n" +
+	"\x13ListRequestsRequest\x12\x1e\n" +
+	"\n" +
+	"start_time\x18\x01 \x01(\tR\n" +
+	"start_time\x12\x1a\n" +
+	"\bend_time\x18\x02 \x01(\tR\bend_time\x12\x14\n" +
+	"\x05since\x18\x03 \x01(\tR\x05since\x12\x16\n" +
+	"\x06key_id\x18\x04 \x01(\tR\x06key_id\x12\x14\n" +
+	"\x05model\x18\x05 \x01(\tR\x05model\x12\x1a\n" +
+	"\bprovider\x18\x06 \x01(\tR\bprovider\x12\x16\n" +
+	"\x06status\x18\a \x01(\x05R\x06status\x12 \n" +
+	"\verrors_only\x18\b \x01(\bR\verrors_only\x12\x1c\n" +
+	"\tpage_size\x18\t \x01(\x05R\tpage_size\x12\x1e\n" +
+	"\n" +
+	"page_token\x18\n" +
+	" \x01(\tR\n" +
+	"page_token\x12\x1e\n" +
+	"\n" +
+	"request_id\x18\v \x01(\tR\n" +
+	"request_id\"|\n" +
+	"\x14ListRequestsResponse\x12:\n" +
+	"\arecords\x18\x01 \x03(\v2 .switchyard.admin.v1.UsageRecordR\arecords\x12(\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\x0fnext_page_token\"\xd4\x06\n" +
+	"\vUsageRecord\x12\x12\n" +
+	"\x04time\x18\x01 \x01(\tR\x04time\x12\x1e\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\n" +
+	"request_id\x12\x18\n" +
+	"\asurface\x18\x03 \x01(\tR\asurface\x12\x1a\n" +
+	"\bendpoint\x18\x04 \x01(\tR\bendpoint\x12\x16\n" +
+	"\x06stream\x18\x05 \x01(\bR\x06stream\x12\x16\n" +
+	"\x06key_id\x18\x06 \x01(\tR\x06key_id\x12\x14\n" +
+	"\x05model\x18\a \x01(\tR\x05model\x12$\n" +
+	"\rvirtual_model\x18\b \x01(\tR\rvirtual_model\x12\x1a\n" +
+	"\bprovider\x18\t \x01(\tR\bprovider\x12\"\n" +
+	"\ftarget_model\x18\n" +
+	" \x01(\tR\ftarget_model\x12=\n" +
+	"\battempts\x18\v \x03(\v2!.switchyard.admin.v1.UsageAttemptR\battempts\x12\x1c\n" +
+	"\tfailovers\x18\f \x01(\x05R\tfailovers\x12\x18\n" +
+	"\aresumes\x18\r \x01(\x05R\aresumes\x12\x16\n" +
+	"\x06hedged\x18\x0e \x01(\bR\x06hedged\x12$\n" +
+	"\rprompt_tokens\x18\x0f \x01(\x03R\rprompt_tokens\x12,\n" +
+	"\x11completion_tokens\x18\x10 \x01(\x03R\x11completion_tokens\x12$\n" +
+	"\rcached_tokens\x18\x11 \x01(\x03R\rcached_tokens\x12.\n" +
+	"\x12cache_write_tokens\x18\x12 \x01(\x03R\x12cache_write_tokens\x12*\n" +
+	"\x10reasoning_tokens\x18\x13 \x01(\x03R\x10reasoning_tokens\x12*\n" +
+	"\x10tokens_estimated\x18\x14 \x01(\bR\x10tokens_estimated\x12\x1f\n" +
+	"\bcost_usd\x18\x15 \x01(\x01H\x00R\bcost_usd\x88\x01\x01\x12\x1e\n" +
+	"\n" +
+	"latency_ms\x18\x16 \x01(\x01R\n" +
+	"latency_ms\x12\x18\n" +
+	"\attft_ms\x18\x17 \x01(\x01R\attft_ms\x12\x16\n" +
+	"\x06status\x18\x18 \x01(\x05R\x06status\x12\x1e\n" +
+	"\n" +
+	"error_code\x18\x19 \x01(\tR\n" +
+	"error_codeB\v\n" +
+	"\t_cost_usd\"x\n" +
+	"\fUsageAttempt\x12\x16\n" +
+	"\x06target\x18\x01 \x01(\tR\x06target\x12\x18\n" +
+	"\aoutcome\x18\x02 \x01(\tR\aoutcome\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\x05R\x06status\x12\x1e\n" +
+	"\n" +
+	"latency_ms\x18\x04 \x01(\x01R\n" +
+	"latency_ms*|\n" +
 	"\fBreakerState\x12\x1d\n" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
 	"\x12BREAKER_STATE_OPEN\x10\x02\x12\x1b\n" +
-	"\x17BREAKER_STATE_HALF_OPEN\x10\x032\x8d\x0f\n" +
+	"\x17BREAKER_STATE_HALF_OPEN\x10\x032\x86\x11\n" +
 	"\fAdminService\x12\x7f\n" +
 	"\fListBreakers\x12(.switchyard.admin.v1.ListBreakersRequest\x1a).switchyard.admin.v1.ListBreakersResponse\"\x1a\x82\xd3\xe4\x93\x02\x14\x12\x12/admin/v1/breakers\x12\x88\x01\n" +
 	"\fResetBreaker\x12(.switchyard.admin.v1.ResetBreakerRequest\x1a).switchyard.admin.v1.ResetBreakerResponse\"#\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/admin/v1/breakers:reset\x12\x84\x01\n" +
@@ -2171,7 +3225,10 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\bListKeys\x12$.switchyard.admin.v1.ListKeysRequest\x1a%.switchyard.admin.v1.ListKeysResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/admin/v1/keys\x12n\n" +
 	"\x06GetKey\x12\".switchyard.admin.v1.GetKeyRequest\x1a#.switchyard.admin.v1.GetKeyResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/keys/{id}\x12z\n" +
 	"\tUpdateKey\x12%.switchyard.admin.v1.UpdateKeyRequest\x1a&.switchyard.admin.v1.UpdateKeyResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*2\x13/admin/v1/keys/{id}\x12w\n" +
-	"\tRevokeKey\x12%.switchyard.admin.v1.RevokeKeyRequest\x1a&.switchyard.admin.v1.RevokeKeyResponse\"\x1b\x82\xd3\xe4\x93\x02\x15*\x13/admin/v1/keys/{id}B\xd5\x01\n" +
+	"\tRevokeKey\x12%.switchyard.admin.v1.RevokeKeyRequest\x1a&.switchyard.admin.v1.RevokeKeyResponse\"\x1b\x82\xd3\xe4\x93\x02\x15*\x13/admin/v1/keys/{id}\x12v\n" +
+	"\n" +
+	"QueryUsage\x12&.switchyard.admin.v1.QueryUsageRequest\x1a'.switchyard.admin.v1.QueryUsageResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/admin/v1/usage\x12\x7f\n" +
+	"\fListRequests\x12(.switchyard.admin.v1.ListRequestsRequest\x1a).switchyard.admin.v1.ListRequestsResponse\"\x1a\x82\xd3\xe4\x93\x02\x14\x12\x12/admin/v1/requestsB\xd5\x01\n" +
 	"\x17com.switchyard.admin.v1B\n" +
 	"AdminProtoP\x01Z@github.com/switchyard/switchyard/gen/switchyard/admin/v1;adminv1\xa2\x02\x03SAX\xaa\x02\x13Switchyard.Admin.V1\xca\x02\x13Switchyard\\Admin\\V1\xe2\x02\x1fSwitchyard\\Admin\\V1\\GPBMetadata\xea\x02\x15Switchyard::Admin::V1b\x06proto3"
 
@@ -2188,7 +3245,7 @@ func file_switchyard_admin_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_switchyard_admin_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_switchyard_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_switchyard_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_switchyard_admin_v1_admin_proto_goTypes = []any{
 	(BreakerState)(0),                  // 0: switchyard.admin.v1.BreakerState
 	(*Breaker)(nil),                    // 1: switchyard.admin.v1.Breaker
@@ -2223,7 +3280,14 @@ var file_switchyard_admin_v1_admin_proto_goTypes = []any{
 	(*UpdateKeyResponse)(nil),          // 30: switchyard.admin.v1.UpdateKeyResponse
 	(*RevokeKeyRequest)(nil),           // 31: switchyard.admin.v1.RevokeKeyRequest
 	(*RevokeKeyResponse)(nil),          // 32: switchyard.admin.v1.RevokeKeyResponse
-	(*structpb.Value)(nil),             // 33: google.protobuf.Value
+	(*QueryUsageRequest)(nil),          // 33: switchyard.admin.v1.QueryUsageRequest
+	(*QueryUsageResponse)(nil),         // 34: switchyard.admin.v1.QueryUsageResponse
+	(*UsageGroup)(nil),                 // 35: switchyard.admin.v1.UsageGroup
+	(*ListRequestsRequest)(nil),        // 36: switchyard.admin.v1.ListRequestsRequest
+	(*ListRequestsResponse)(nil),       // 37: switchyard.admin.v1.ListRequestsResponse
+	(*UsageRecord)(nil),                // 38: switchyard.admin.v1.UsageRecord
+	(*UsageAttempt)(nil),               // 39: switchyard.admin.v1.UsageAttempt
+	(*structpb.Value)(nil),             // 40: google.protobuf.Value
 }
 var file_switchyard_admin_v1_admin_proto_depIdxs = []int32{
 	0,  // 0: switchyard.admin.v1.Breaker.state:type_name -> switchyard.admin.v1.BreakerState
@@ -2231,8 +3295,8 @@ var file_switchyard_admin_v1_admin_proto_depIdxs = []int32{
 	1,  // 2: switchyard.admin.v1.ResetBreakerResponse.breaker:type_name -> switchyard.admin.v1.Breaker
 	1,  // 3: switchyard.admin.v1.TripBreakerResponse.breaker:type_name -> switchyard.admin.v1.Breaker
 	8,  // 4: switchyard.admin.v1.VirtualModel.targets:type_name -> switchyard.admin.v1.VirtualModelTarget
-	33, // 5: switchyard.admin.v1.VirtualModel.failover:type_name -> google.protobuf.Value
-	33, // 6: switchyard.admin.v1.VirtualModel.stream_resume:type_name -> google.protobuf.Value
+	40, // 5: switchyard.admin.v1.VirtualModel.failover:type_name -> google.protobuf.Value
+	40, // 6: switchyard.admin.v1.VirtualModel.stream_resume:type_name -> google.protobuf.Value
 	9,  // 7: switchyard.admin.v1.ListVirtualModelsResponse.virtual_models:type_name -> switchyard.admin.v1.VirtualModel
 	9,  // 8: switchyard.admin.v1.GetVirtualModelResponse.virtual_model:type_name -> switchyard.admin.v1.VirtualModel
 	9,  // 9: switchyard.admin.v1.UpsertVirtualModelRequest.virtual_model:type_name -> switchyard.admin.v1.VirtualModel
@@ -2246,37 +3310,44 @@ var file_switchyard_admin_v1_admin_proto_depIdxs = []int32{
 	21, // 17: switchyard.admin.v1.UpdateKeyRequest.limits:type_name -> switchyard.admin.v1.KeyLimits
 	22, // 18: switchyard.admin.v1.UpdateKeyResponse.key:type_name -> switchyard.admin.v1.Key
 	22, // 19: switchyard.admin.v1.RevokeKeyResponse.key:type_name -> switchyard.admin.v1.Key
-	2,  // 20: switchyard.admin.v1.AdminService.ListBreakers:input_type -> switchyard.admin.v1.ListBreakersRequest
-	4,  // 21: switchyard.admin.v1.AdminService.ResetBreaker:input_type -> switchyard.admin.v1.ResetBreakerRequest
-	6,  // 22: switchyard.admin.v1.AdminService.TripBreaker:input_type -> switchyard.admin.v1.TripBreakerRequest
-	10, // 23: switchyard.admin.v1.AdminService.ListVirtualModels:input_type -> switchyard.admin.v1.ListVirtualModelsRequest
-	12, // 24: switchyard.admin.v1.AdminService.GetVirtualModel:input_type -> switchyard.admin.v1.GetVirtualModelRequest
-	14, // 25: switchyard.admin.v1.AdminService.UpsertVirtualModel:input_type -> switchyard.admin.v1.UpsertVirtualModelRequest
-	16, // 26: switchyard.admin.v1.AdminService.DeleteVirtualModel:input_type -> switchyard.admin.v1.DeleteVirtualModelRequest
-	19, // 27: switchyard.admin.v1.AdminService.ListProviders:input_type -> switchyard.admin.v1.ListProvidersRequest
-	23, // 28: switchyard.admin.v1.AdminService.CreateKey:input_type -> switchyard.admin.v1.CreateKeyRequest
-	25, // 29: switchyard.admin.v1.AdminService.ListKeys:input_type -> switchyard.admin.v1.ListKeysRequest
-	27, // 30: switchyard.admin.v1.AdminService.GetKey:input_type -> switchyard.admin.v1.GetKeyRequest
-	29, // 31: switchyard.admin.v1.AdminService.UpdateKey:input_type -> switchyard.admin.v1.UpdateKeyRequest
-	31, // 32: switchyard.admin.v1.AdminService.RevokeKey:input_type -> switchyard.admin.v1.RevokeKeyRequest
-	3,  // 33: switchyard.admin.v1.AdminService.ListBreakers:output_type -> switchyard.admin.v1.ListBreakersResponse
-	5,  // 34: switchyard.admin.v1.AdminService.ResetBreaker:output_type -> switchyard.admin.v1.ResetBreakerResponse
-	7,  // 35: switchyard.admin.v1.AdminService.TripBreaker:output_type -> switchyard.admin.v1.TripBreakerResponse
-	11, // 36: switchyard.admin.v1.AdminService.ListVirtualModels:output_type -> switchyard.admin.v1.ListVirtualModelsResponse
-	13, // 37: switchyard.admin.v1.AdminService.GetVirtualModel:output_type -> switchyard.admin.v1.GetVirtualModelResponse
-	15, // 38: switchyard.admin.v1.AdminService.UpsertVirtualModel:output_type -> switchyard.admin.v1.UpsertVirtualModelResponse
-	17, // 39: switchyard.admin.v1.AdminService.DeleteVirtualModel:output_type -> switchyard.admin.v1.DeleteVirtualModelResponse
-	20, // 40: switchyard.admin.v1.AdminService.ListProviders:output_type -> switchyard.admin.v1.ListProvidersResponse
-	24, // 41: switchyard.admin.v1.AdminService.CreateKey:output_type -> switchyard.admin.v1.CreateKeyResponse
-	26, // 42: switchyard.admin.v1.AdminService.ListKeys:output_type -> switchyard.admin.v1.ListKeysResponse
-	28, // 43: switchyard.admin.v1.AdminService.GetKey:output_type -> switchyard.admin.v1.GetKeyResponse
-	30, // 44: switchyard.admin.v1.AdminService.UpdateKey:output_type -> switchyard.admin.v1.UpdateKeyResponse
-	32, // 45: switchyard.admin.v1.AdminService.RevokeKey:output_type -> switchyard.admin.v1.RevokeKeyResponse
-	33, // [33:46] is the sub-list for method output_type
-	20, // [20:33] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	35, // 20: switchyard.admin.v1.QueryUsageResponse.groups:type_name -> switchyard.admin.v1.UsageGroup
+	38, // 21: switchyard.admin.v1.ListRequestsResponse.records:type_name -> switchyard.admin.v1.UsageRecord
+	39, // 22: switchyard.admin.v1.UsageRecord.attempts:type_name -> switchyard.admin.v1.UsageAttempt
+	2,  // 23: switchyard.admin.v1.AdminService.ListBreakers:input_type -> switchyard.admin.v1.ListBreakersRequest
+	4,  // 24: switchyard.admin.v1.AdminService.ResetBreaker:input_type -> switchyard.admin.v1.ResetBreakerRequest
+	6,  // 25: switchyard.admin.v1.AdminService.TripBreaker:input_type -> switchyard.admin.v1.TripBreakerRequest
+	10, // 26: switchyard.admin.v1.AdminService.ListVirtualModels:input_type -> switchyard.admin.v1.ListVirtualModelsRequest
+	12, // 27: switchyard.admin.v1.AdminService.GetVirtualModel:input_type -> switchyard.admin.v1.GetVirtualModelRequest
+	14, // 28: switchyard.admin.v1.AdminService.UpsertVirtualModel:input_type -> switchyard.admin.v1.UpsertVirtualModelRequest
+	16, // 29: switchyard.admin.v1.AdminService.DeleteVirtualModel:input_type -> switchyard.admin.v1.DeleteVirtualModelRequest
+	19, // 30: switchyard.admin.v1.AdminService.ListProviders:input_type -> switchyard.admin.v1.ListProvidersRequest
+	23, // 31: switchyard.admin.v1.AdminService.CreateKey:input_type -> switchyard.admin.v1.CreateKeyRequest
+	25, // 32: switchyard.admin.v1.AdminService.ListKeys:input_type -> switchyard.admin.v1.ListKeysRequest
+	27, // 33: switchyard.admin.v1.AdminService.GetKey:input_type -> switchyard.admin.v1.GetKeyRequest
+	29, // 34: switchyard.admin.v1.AdminService.UpdateKey:input_type -> switchyard.admin.v1.UpdateKeyRequest
+	31, // 35: switchyard.admin.v1.AdminService.RevokeKey:input_type -> switchyard.admin.v1.RevokeKeyRequest
+	33, // 36: switchyard.admin.v1.AdminService.QueryUsage:input_type -> switchyard.admin.v1.QueryUsageRequest
+	36, // 37: switchyard.admin.v1.AdminService.ListRequests:input_type -> switchyard.admin.v1.ListRequestsRequest
+	3,  // 38: switchyard.admin.v1.AdminService.ListBreakers:output_type -> switchyard.admin.v1.ListBreakersResponse
+	5,  // 39: switchyard.admin.v1.AdminService.ResetBreaker:output_type -> switchyard.admin.v1.ResetBreakerResponse
+	7,  // 40: switchyard.admin.v1.AdminService.TripBreaker:output_type -> switchyard.admin.v1.TripBreakerResponse
+	11, // 41: switchyard.admin.v1.AdminService.ListVirtualModels:output_type -> switchyard.admin.v1.ListVirtualModelsResponse
+	13, // 42: switchyard.admin.v1.AdminService.GetVirtualModel:output_type -> switchyard.admin.v1.GetVirtualModelResponse
+	15, // 43: switchyard.admin.v1.AdminService.UpsertVirtualModel:output_type -> switchyard.admin.v1.UpsertVirtualModelResponse
+	17, // 44: switchyard.admin.v1.AdminService.DeleteVirtualModel:output_type -> switchyard.admin.v1.DeleteVirtualModelResponse
+	20, // 45: switchyard.admin.v1.AdminService.ListProviders:output_type -> switchyard.admin.v1.ListProvidersResponse
+	24, // 46: switchyard.admin.v1.AdminService.CreateKey:output_type -> switchyard.admin.v1.CreateKeyResponse
+	26, // 47: switchyard.admin.v1.AdminService.ListKeys:output_type -> switchyard.admin.v1.ListKeysResponse
+	28, // 48: switchyard.admin.v1.AdminService.GetKey:output_type -> switchyard.admin.v1.GetKeyResponse
+	30, // 49: switchyard.admin.v1.AdminService.UpdateKey:output_type -> switchyard.admin.v1.UpdateKeyResponse
+	32, // 50: switchyard.admin.v1.AdminService.RevokeKey:output_type -> switchyard.admin.v1.RevokeKeyResponse
+	34, // 51: switchyard.admin.v1.AdminService.QueryUsage:output_type -> switchyard.admin.v1.QueryUsageResponse
+	37, // 52: switchyard.admin.v1.AdminService.ListRequests:output_type -> switchyard.admin.v1.ListRequestsResponse
+	38, // [38:53] is the sub-list for method output_type
+	23, // [23:38] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_switchyard_admin_v1_admin_proto_init() }
@@ -2285,13 +3356,14 @@ func file_switchyard_admin_v1_admin_proto_init() {
 		return
 	}
 	file_switchyard_admin_v1_admin_proto_msgTypes[28].OneofWrappers = []any{}
+	file_switchyard_admin_v1_admin_proto_msgTypes[37].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchyard_admin_v1_admin_proto_rawDesc), len(file_switchyard_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   32,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

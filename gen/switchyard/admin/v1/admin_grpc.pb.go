@@ -32,6 +32,8 @@ const (
 	AdminService_GetKey_FullMethodName             = "/switchyard.admin.v1.AdminService/GetKey"
 	AdminService_UpdateKey_FullMethodName          = "/switchyard.admin.v1.AdminService/UpdateKey"
 	AdminService_RevokeKey_FullMethodName          = "/switchyard.admin.v1.AdminService/RevokeKey"
+	AdminService_QueryUsage_FullMethodName         = "/switchyard.admin.v1.AdminService/QueryUsage"
+	AdminService_ListRequests_FullMethodName       = "/switchyard.admin.v1.AdminService/ListRequests"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -79,6 +81,17 @@ type AdminServiceClient interface {
 	// RevokeKey revokes a key at once: it is refused from the next request on, and
 	// stays listed as revoked.
 	RevokeKey(ctx context.Context, in *RevokeKeyRequest, opts ...grpc.CallOption) (*RevokeKeyResponse, error)
+	// --- end keys ---
+	// --- usage ---
+	// QueryUsage aggregates the usage ledger over a time range: requests, tokens by
+	// kind, cost, errors and p50/p95 latency and time to first token, grouped by any
+	// of key, model, provider, status, virtual_model, endpoint, target and by hour
+	// or day. "Spend by key and model for the last day":
+	// GET /admin/v1/usage?since=24h&group_by=key&group_by=model.
+	QueryUsage(ctx context.Context, in *QueryUsageRequest, opts ...grpc.CallOption) (*QueryUsageResponse, error)
+	// ListRequests lists usage records newest first, paged and filtered ("why did
+	// this request fail": errors_only, request_id).
+	ListRequests(ctx context.Context, in *ListRequestsRequest, opts ...grpc.CallOption) (*ListRequestsResponse, error)
 }
 
 type adminServiceClient struct {
@@ -219,6 +232,26 @@ func (c *adminServiceClient) RevokeKey(ctx context.Context, in *RevokeKeyRequest
 	return out, nil
 }
 
+func (c *adminServiceClient) QueryUsage(ctx context.Context, in *QueryUsageRequest, opts ...grpc.CallOption) (*QueryUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(QueryUsageResponse)
+	err := c.cc.Invoke(ctx, AdminService_QueryUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListRequests(ctx context.Context, in *ListRequestsRequest, opts ...grpc.CallOption) (*ListRequestsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRequestsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListRequests_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -264,6 +297,17 @@ type AdminServiceServer interface {
 	// RevokeKey revokes a key at once: it is refused from the next request on, and
 	// stays listed as revoked.
 	RevokeKey(context.Context, *RevokeKeyRequest) (*RevokeKeyResponse, error)
+	// --- end keys ---
+	// --- usage ---
+	// QueryUsage aggregates the usage ledger over a time range: requests, tokens by
+	// kind, cost, errors and p50/p95 latency and time to first token, grouped by any
+	// of key, model, provider, status, virtual_model, endpoint, target and by hour
+	// or day. "Spend by key and model for the last day":
+	// GET /admin/v1/usage?since=24h&group_by=key&group_by=model.
+	QueryUsage(context.Context, *QueryUsageRequest) (*QueryUsageResponse, error)
+	// ListRequests lists usage records newest first, paged and filtered ("why did
+	// this request fail": errors_only, request_id).
+	ListRequests(context.Context, *ListRequestsRequest) (*ListRequestsResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -312,6 +356,12 @@ func (UnimplementedAdminServiceServer) UpdateKey(context.Context, *UpdateKeyRequ
 }
 func (UnimplementedAdminServiceServer) RevokeKey(context.Context, *RevokeKeyRequest) (*RevokeKeyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RevokeKey not implemented")
+}
+func (UnimplementedAdminServiceServer) QueryUsage(context.Context, *QueryUsageRequest) (*QueryUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method QueryUsage not implemented")
+}
+func (UnimplementedAdminServiceServer) ListRequests(context.Context, *ListRequestsRequest) (*ListRequestsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRequests not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -568,6 +618,42 @@ func _AdminService_RevokeKey_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_QueryUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).QueryUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_QueryUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).QueryUsage(ctx, req.(*QueryUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListRequests_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRequestsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListRequests(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListRequests_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListRequests(ctx, req.(*ListRequestsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -626,6 +712,14 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RevokeKey",
 			Handler:    _AdminService_RevokeKey_Handler,
+		},
+		{
+			MethodName: "QueryUsage",
+			Handler:    _AdminService_QueryUsage_Handler,
+		},
+		{
+			MethodName: "ListRequests",
+			Handler:    _AdminService_ListRequests_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

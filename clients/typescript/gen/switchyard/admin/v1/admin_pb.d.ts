@@ -1014,6 +1014,634 @@ export declare type RevokeKeyResponse = Message<"switchyard.admin.v1.RevokeKeyRe
 export declare const RevokeKeyResponseSchema: GenMessage<RevokeKeyResponse>;
 
 /**
+ * QueryUsageRequest selects and groups usage records. The range is
+ * [start_time, end_time); without start_time it is the last `since` (default
+ * 24h) before end_time (default now).
+ *
+ * @generated from message switchyard.admin.v1.QueryUsageRequest
+ */
+export declare type QueryUsageRequest = Message<"switchyard.admin.v1.QueryUsageRequest"> & {
+  /**
+   * Start of the range, RFC 3339 (e.g. 2026-12-01T00:00:00Z).
+   *
+   * @generated from field: string start_time = 1 [json_name = "start_time"];
+   */
+  startTime: string;
+
+  /**
+   * End of the range (exclusive), RFC 3339; default now.
+   *
+   * @generated from field: string end_time = 2 [json_name = "end_time"];
+   */
+  endTime: string;
+
+  /**
+   * Length of the range before end_time when start_time is unset (a Go
+   * duration such as "24h"); default 24h.
+   *
+   * @generated from field: string since = 3;
+   */
+  since: string;
+
+  /**
+   * Only this key's requests (a virtual key's id, or "master:..." for the master key).
+   *
+   * @generated from field: string key_id = 4 [json_name = "key_id"];
+   */
+  keyId: string;
+
+  /**
+   * Only requests that asked for this model.
+   *
+   * @generated from field: string model = 5;
+   */
+  model: string;
+
+  /**
+   * Only requests whose final target is on this provider.
+   *
+   * @generated from field: string provider = 6;
+   */
+  provider: string;
+
+  /**
+   * Only requests answered with this HTTP status.
+   *
+   * @generated from field: int32 status = 7;
+   */
+  status: number;
+
+  /**
+   * Dimensions to group by: key, model, provider, status, virtual_model, endpoint, target.
+   *
+   * @generated from field: repeated string group_by = 8 [json_name = "group_by"];
+   */
+  groupBy: string[];
+
+  /**
+   * Time bucket: "hour", "day", or empty for none (UTC).
+   *
+   * @generated from field: string bucket = 9;
+   */
+  bucket: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.QueryUsageRequest.
+ * Use `create(QueryUsageRequestSchema)` to create a new message.
+ */
+export declare const QueryUsageRequestSchema: GenMessage<QueryUsageRequest>;
+
+/**
+ * QueryUsageResponse is one row per group (and bucket).
+ *
+ * @generated from message switchyard.admin.v1.QueryUsageResponse
+ */
+export declare type QueryUsageResponse = Message<"switchyard.admin.v1.QueryUsageResponse"> & {
+  /**
+   * The groups, by bucket then by their values.
+   *
+   * @generated from field: repeated switchyard.admin.v1.UsageGroup groups = 1;
+   */
+  groups: UsageGroup[];
+
+  /**
+   * The range the query covered, RFC 3339.
+   *
+   * @generated from field: string start_time = 2 [json_name = "start_time"];
+   */
+  startTime: string;
+
+  /**
+   * End of the range (exclusive), RFC 3339.
+   *
+   * @generated from field: string end_time = 3 [json_name = "end_time"];
+   */
+  endTime: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.QueryUsageResponse.
+ * Use `create(QueryUsageResponseSchema)` to create a new message.
+ */
+export declare const QueryUsageResponseSchema: GenMessage<QueryUsageResponse>;
+
+/**
+ * UsageGroup aggregates the records of one group. The dimension fields are set
+ * for the dimensions grouped by.
+ *
+ * @generated from message switchyard.admin.v1.UsageGroup
+ */
+export declare type UsageGroup = Message<"switchyard.admin.v1.UsageGroup"> & {
+  /**
+   * Start of the bucket, RFC 3339 (empty without a bucket).
+   *
+   * @generated from field: string bucket_start = 1 [json_name = "bucket_start"];
+   */
+  bucketStart: string;
+
+  /**
+   * The caller's key id.
+   *
+   * @generated from field: string key_id = 2 [json_name = "key_id"];
+   */
+  keyId: string;
+
+  /**
+   * The model asked for.
+   *
+   * @generated from field: string model = 3;
+   */
+  model: string;
+
+  /**
+   * The final target's provider.
+   *
+   * @generated from field: string provider = 4;
+   */
+  provider: string;
+
+  /**
+   * The HTTP status answered.
+   *
+   * @generated from field: int32 status = 5;
+   */
+  status: number;
+
+  /**
+   * The virtual model asked for.
+   *
+   * @generated from field: string virtual_model = 6 [json_name = "virtual_model"];
+   */
+  virtualModel: string;
+
+  /**
+   * The endpoint: chat, messages, embeddings.
+   *
+   * @generated from field: string endpoint = 7;
+   */
+  endpoint: string;
+
+  /**
+   * The final target, provider/model.
+   *
+   * @generated from field: string target = 8;
+   */
+  target: string;
+
+  /**
+   * Requests counted.
+   *
+   * @generated from field: int64 requests = 9;
+   */
+  requests: bigint;
+
+  /**
+   * Requests that ended in an error.
+   *
+   * @generated from field: int64 errors = 10;
+   */
+  errors: bigint;
+
+  /**
+   * Requests without a price (their cost is not in cost_usd).
+   *
+   * @generated from field: int64 unpriced_requests = 11 [json_name = "unpriced_requests"];
+   */
+  unpricedRequests: bigint;
+
+  /**
+   * Prompt tokens, cached ones included.
+   *
+   * @generated from field: int64 prompt_tokens = 12 [json_name = "prompt_tokens"];
+   */
+  promptTokens: bigint;
+
+  /**
+   * Completion tokens, reasoning ones included.
+   *
+   * @generated from field: int64 completion_tokens = 13 [json_name = "completion_tokens"];
+   */
+  completionTokens: bigint;
+
+  /**
+   * Prompt tokens read from the provider's cache.
+   *
+   * @generated from field: int64 cached_tokens = 14 [json_name = "cached_tokens"];
+   */
+  cachedTokens: bigint;
+
+  /**
+   * Prompt tokens written to the provider's cache (Anthropic).
+   *
+   * @generated from field: int64 cache_write_tokens = 15 [json_name = "cache_write_tokens"];
+   */
+  cacheWriteTokens: bigint;
+
+  /**
+   * Completion tokens spent on reasoning.
+   *
+   * @generated from field: int64 reasoning_tokens = 16 [json_name = "reasoning_tokens"];
+   */
+  reasoningTokens: bigint;
+
+  /**
+   * Some of the tokens are Switchyard's estimates (the upstream reported none).
+   *
+   * @generated from field: bool tokens_estimated = 17 [json_name = "tokens_estimated"];
+   */
+  tokensEstimated: boolean;
+
+  /**
+   * Cost of the priced requests, USD.
+   *
+   * @generated from field: double cost_usd = 18 [json_name = "cost_usd"];
+   */
+  costUsd: number;
+
+  /**
+   * Median request latency, milliseconds.
+   *
+   * @generated from field: double latency_p50_ms = 19 [json_name = "latency_p50_ms"];
+   */
+  latencyP50Ms: number;
+
+  /**
+   * 95th percentile request latency, milliseconds.
+   *
+   * @generated from field: double latency_p95_ms = 20 [json_name = "latency_p95_ms"];
+   */
+  latencyP95Ms: number;
+
+  /**
+   * Median time to first token of the streamed requests, milliseconds.
+   *
+   * @generated from field: double ttft_p50_ms = 21 [json_name = "ttft_p50_ms"];
+   */
+  ttftP50Ms: number;
+
+  /**
+   * 95th percentile time to first token, milliseconds.
+   *
+   * @generated from field: double ttft_p95_ms = 22 [json_name = "ttft_p95_ms"];
+   */
+  ttftP95Ms: number;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.UsageGroup.
+ * Use `create(UsageGroupSchema)` to create a new message.
+ */
+export declare const UsageGroupSchema: GenMessage<UsageGroup>;
+
+/**
+ * ListRequestsRequest selects a page of usage records, newest first (same range
+ * rules as QueryUsageRequest).
+ *
+ * @generated from message switchyard.admin.v1.ListRequestsRequest
+ */
+export declare type ListRequestsRequest = Message<"switchyard.admin.v1.ListRequestsRequest"> & {
+  /**
+   * Start of the range, RFC 3339.
+   *
+   * @generated from field: string start_time = 1 [json_name = "start_time"];
+   */
+  startTime: string;
+
+  /**
+   * End of the range (exclusive), RFC 3339; default now.
+   *
+   * @generated from field: string end_time = 2 [json_name = "end_time"];
+   */
+  endTime: string;
+
+  /**
+   * Length of the range before end_time when start_time is unset; default 24h.
+   *
+   * @generated from field: string since = 3;
+   */
+  since: string;
+
+  /**
+   * Only this key's requests.
+   *
+   * @generated from field: string key_id = 4 [json_name = "key_id"];
+   */
+  keyId: string;
+
+  /**
+   * Only requests that asked for this model.
+   *
+   * @generated from field: string model = 5;
+   */
+  model: string;
+
+  /**
+   * Only requests whose final target is on this provider.
+   *
+   * @generated from field: string provider = 6;
+   */
+  provider: string;
+
+  /**
+   * Only requests answered with this HTTP status.
+   *
+   * @generated from field: int32 status = 7;
+   */
+  status: number;
+
+  /**
+   * Only requests that ended in an error.
+   *
+   * @generated from field: bool errors_only = 8 [json_name = "errors_only"];
+   */
+  errorsOnly: boolean;
+
+  /**
+   * Records per page (default 50, at most 1000).
+   *
+   * @generated from field: int32 page_size = 9 [json_name = "page_size"];
+   */
+  pageSize: number;
+
+  /**
+   * The previous page's next_page_token.
+   *
+   * @generated from field: string page_token = 10 [json_name = "page_token"];
+   */
+  pageToken: string;
+
+  /**
+   * Only the record of this request id (its x-request-id).
+   *
+   * @generated from field: string request_id = 11 [json_name = "request_id"];
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.ListRequestsRequest.
+ * Use `create(ListRequestsRequestSchema)` to create a new message.
+ */
+export declare const ListRequestsRequestSchema: GenMessage<ListRequestsRequest>;
+
+/**
+ * ListRequestsResponse is one page of records.
+ *
+ * @generated from message switchyard.admin.v1.ListRequestsResponse
+ */
+export declare type ListRequestsResponse = Message<"switchyard.admin.v1.ListRequestsResponse"> & {
+  /**
+   * The records, newest first.
+   *
+   * @generated from field: repeated switchyard.admin.v1.UsageRecord records = 1;
+   */
+  records: UsageRecord[];
+
+  /**
+   * Continues the listing; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2 [json_name = "next_page_token"];
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.ListRequestsResponse.
+ * Use `create(ListRequestsResponseSchema)` to create a new message.
+ */
+export declare const ListRequestsResponseSchema: GenMessage<ListRequestsResponse>;
+
+/**
+ * UsageRecord is what one request did (no prompt or completion text).
+ *
+ * @generated from message switchyard.admin.v1.UsageRecord
+ */
+export declare type UsageRecord = Message<"switchyard.admin.v1.UsageRecord"> & {
+  /**
+   * When the request arrived, RFC 3339 with fractions.
+   *
+   * @generated from field: string time = 1;
+   */
+  time: string;
+
+  /**
+   * The request's x-request-id.
+   *
+   * @generated from field: string request_id = 2 [json_name = "request_id"];
+   */
+  requestId: string;
+
+  /**
+   * rest or grpc.
+   *
+   * @generated from field: string surface = 3;
+   */
+  surface: string;
+
+  /**
+   * chat, messages or embeddings.
+   *
+   * @generated from field: string endpoint = 4;
+   */
+  endpoint: string;
+
+  /**
+   * A streamed answer.
+   *
+   * @generated from field: bool stream = 5;
+   */
+  stream: boolean;
+
+  /**
+   * The caller's key id.
+   *
+   * @generated from field: string key_id = 6 [json_name = "key_id"];
+   */
+  keyId: string;
+
+  /**
+   * The model asked for.
+   *
+   * @generated from field: string model = 7;
+   */
+  model: string;
+
+  /**
+   * Set when model named a virtual model.
+   *
+   * @generated from field: string virtual_model = 8 [json_name = "virtual_model"];
+   */
+  virtualModel: string;
+
+  /**
+   * The final target's provider.
+   *
+   * @generated from field: string provider = 9;
+   */
+  provider: string;
+
+  /**
+   * The final target's model.
+   *
+   * @generated from field: string target_model = 10 [json_name = "target_model"];
+   */
+  targetModel: string;
+
+  /**
+   * Every upstream attempt, in the order they ended.
+   *
+   * @generated from field: repeated switchyard.admin.v1.UsageAttempt attempts = 11;
+   */
+  attempts: UsageAttempt[];
+
+  /**
+   * Moves to a backup target.
+   *
+   * @generated from field: int32 failovers = 12;
+   */
+  failovers: number;
+
+  /**
+   * Targets a broken stream was continued on.
+   *
+   * @generated from field: int32 resumes = 13;
+   */
+  resumes: number;
+
+  /**
+   * A backup was started beside a slow first target.
+   *
+   * @generated from field: bool hedged = 14;
+   */
+  hedged: boolean;
+
+  /**
+   * Prompt tokens, cached ones included.
+   *
+   * @generated from field: int64 prompt_tokens = 15 [json_name = "prompt_tokens"];
+   */
+  promptTokens: bigint;
+
+  /**
+   * Completion tokens, reasoning ones included.
+   *
+   * @generated from field: int64 completion_tokens = 16 [json_name = "completion_tokens"];
+   */
+  completionTokens: bigint;
+
+  /**
+   * Prompt tokens read from the cache.
+   *
+   * @generated from field: int64 cached_tokens = 17 [json_name = "cached_tokens"];
+   */
+  cachedTokens: bigint;
+
+  /**
+   * Prompt tokens written to the cache.
+   *
+   * @generated from field: int64 cache_write_tokens = 18 [json_name = "cache_write_tokens"];
+   */
+  cacheWriteTokens: bigint;
+
+  /**
+   * Completion tokens spent on reasoning.
+   *
+   * @generated from field: int64 reasoning_tokens = 19 [json_name = "reasoning_tokens"];
+   */
+  reasoningTokens: bigint;
+
+  /**
+   * The tokens are Switchyard's estimate (the upstream reported none).
+   *
+   * @generated from field: bool tokens_estimated = 20 [json_name = "tokens_estimated"];
+   */
+  tokensEstimated: boolean;
+
+  /**
+   * Cost in USD; unset when the target has no price.
+   *
+   * @generated from field: optional double cost_usd = 21 [json_name = "cost_usd"];
+   */
+  costUsd?: number | undefined;
+
+  /**
+   * Whole request latency, milliseconds.
+   *
+   * @generated from field: double latency_ms = 22 [json_name = "latency_ms"];
+   */
+  latencyMs: number;
+
+  /**
+   * Time to first token of a stream, milliseconds (0: none).
+   *
+   * @generated from field: double ttft_ms = 23 [json_name = "ttft_ms"];
+   */
+  ttftMs: number;
+
+  /**
+   * HTTP status answered.
+   *
+   * @generated from field: int32 status = 24;
+   */
+  status: number;
+
+  /**
+   * The error's code ("" on success).
+   *
+   * @generated from field: string error_code = 25 [json_name = "error_code"];
+   */
+  errorCode: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.UsageRecord.
+ * Use `create(UsageRecordSchema)` to create a new message.
+ */
+export declare const UsageRecordSchema: GenMessage<UsageRecord>;
+
+/**
+ * UsageAttempt is one upstream attempt.
+ *
+ * @generated from message switchyard.admin.v1.UsageAttempt
+ */
+export declare type UsageAttempt = Message<"switchyard.admin.v1.UsageAttempt"> & {
+  /**
+   * provider/model.
+   *
+   * @generated from field: string target = 1;
+   */
+  target: string;
+
+  /**
+   * ok, or the failure's kind (status, timeout, transport_error, cancelled, ...).
+   *
+   * @generated from field: string outcome = 2;
+   */
+  outcome: string;
+
+  /**
+   * The upstream's HTTP status (0: none).
+   *
+   * @generated from field: int32 status = 3;
+   */
+  status: number;
+
+  /**
+   * The attempt's duration, milliseconds.
+   *
+   * @generated from field: double latency_ms = 4 [json_name = "latency_ms"];
+   */
+  latencyMs: number;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.UsageAttempt.
+ * Use `create(UsageAttemptSchema)` to create a new message.
+ */
+export declare const UsageAttemptSchema: GenMessage<UsageAttempt>;
+
+/**
  * BreakerState is a circuit breaker's state.
  *
  * @generated from enum switchyard.admin.v1.BreakerState
@@ -1201,6 +1829,33 @@ export declare const AdminService: GenService<{
     methodKind: "unary";
     input: typeof RevokeKeyRequestSchema;
     output: typeof RevokeKeyResponseSchema;
+  },
+  /**
+   * --- end keys ---
+   * --- usage ---
+   * QueryUsage aggregates the usage ledger over a time range: requests, tokens by
+   * kind, cost, errors and p50/p95 latency and time to first token, grouped by any
+   * of key, model, provider, status, virtual_model, endpoint, target and by hour
+   * or day. "Spend by key and model for the last day":
+   * GET /admin/v1/usage?since=24h&group_by=key&group_by=model.
+   *
+   * @generated from rpc switchyard.admin.v1.AdminService.QueryUsage
+   */
+  queryUsage: {
+    methodKind: "unary";
+    input: typeof QueryUsageRequestSchema;
+    output: typeof QueryUsageResponseSchema;
+  },
+  /**
+   * ListRequests lists usage records newest first, paged and filtered ("why did
+   * this request fail": errors_only, request_id).
+   *
+   * @generated from rpc switchyard.admin.v1.AdminService.ListRequests
+   */
+  listRequests: {
+    methodKind: "unary";
+    input: typeof ListRequestsRequestSchema;
+    output: typeof ListRequestsResponseSchema;
   },
 }>;
 
