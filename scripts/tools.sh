@@ -41,6 +41,13 @@ if ! command -v redis-server >/dev/null; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null) >&2
 fi
 
+# PostgreSQL: the real Postgres the usage ledger's store tests start (internal/pgtest: initdb + pg_ctl
+# in a temp dir on a free loopback port); the package's own cluster, if it starts one, is not used.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null; then
+  echo "installing postgresql (apt-get)" >&2
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null) >&2
+fi
+
 # buf (prebuilt, from npm) and the Node OpenAI SDK for the end-to-end tests. Node 20 or newer
 # (package.json's engines; .npmrc's engine-strict makes npm refuse a package that wants more).
 node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
