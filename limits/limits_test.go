@@ -367,3 +367,18 @@ func TestConcurrentAdmitsNeverOvershoot(t *testing.T) {
 	wg.Wait()
 	require.Equal(t, 20, ok)
 }
+
+// BenchmarkAdmit is one admission and release on the embedded backend with all
+// three limits set.
+func BenchmarkAdmit(b *testing.B) {
+	l := New(NewMemory(), nil)
+	lim := Limits{RPM: 1 << 30, TPM: 1 << 30, MaxConcurrency: 1 << 20}
+	b.ReportAllocs()
+	for b.Loop() {
+		g, err := l.Admit(context.Background(), "key:k", lim, 100)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = g.Done(50)
+	}
+}
