@@ -209,7 +209,7 @@ func (s messagesService) countTokens(ctx context.Context, req messageRequest) ([
 		tc, ok := t.Provider.(providers.TokenCounter)
 		if !ok {
 			return nil, &providers.Error{Provider: t.Provider.Name(), Status: http.StatusNotFound, Type: anthropicjson.ErrorNotFound,
-				Code: "unsupported_endpoint", Message: "provider " + t.Provider.Name() + " does not count tokens: " +
+				Code: providers.CodeUnsupportedEndpoint, Message: "provider " + t.Provider.Name() + " does not count tokens: " +
 					"/v1/messages/count_tokens is served only by targets that speak Anthropic's Messages API"}
 		}
 		b, err := anthropicjson.RewriteModel(body, a.Model)

@@ -205,6 +205,12 @@ func TestMessagesCountTokens(t *testing.T) {
 	require.JSONEq(t, `{"input_tokens":42}`, body)
 	require.Equal(t, []string{`{"model":"claude","messages":[{"role":"user","content":"hi"}]}`}, anth.got())
 
+	// Along a chain, a target that cannot count is skipped.
+	r2 := serveMessages(t, []router.VirtualModel{chainOf("mixed", "oai/gpt", "anth/claude")}, anth, gpt)
+	resp, body = postMessages(t, r2, "/v1/messages/count_tokens", `{"model":"mixed","messages":[]}`, "X-Api-Key", "sk-master")
+	require.Equal(t, 200, resp.StatusCode, body)
+	require.Equal(t, "anth/claude", resp.Header.Get("X-Switchyard-Target"))
+
 	resp, body = postMessages(t, r, "/v1/messages/count_tokens", `{"model":"oai/gpt","messages":[]}`, "X-Api-Key", "sk-master")
 	require.Equal(t, 404, resp.StatusCode, body)
 	typ, msg := anthropicError(t, body)
