@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -199,4 +200,65 @@ func lineWith(logs, s string) string {
 		}
 	}
 	return ""
+}
+
+// Requests per key id are counted, unless server.key_metrics is false.
+func TestKeyMetrics(t *testing.T) {
+	t.Parallel()
+	for _, on := range []bool{true, false} {
+		t.Run(map[bool]string{true: "on", false: "off"}[on], func(t *testing.T) {
+			t.Parallel()
+			yaml := keysYAML
+			if !on {
+				yaml += "  key_metrics: false\n"
+			}
+			g := start(t, yaml)
+			id, secret := createKey(t, g, `{"name":"svc","models":["up/gpt-4o"],"limits":{"rpm":1}}`)
+			c := sdk(g, secret)
+			_, err := c.Chat.Completions.New(context.Background(), userMsg("hi"))
+			require.NoError(t, err)
+			_, err = c.Chat.Completions.New(context.Background(), userMsg("hi"))
+			require.Equal(t, http.StatusTooManyRequests, sdkError(t, err).StatusCode)
+			code, body := get(t, "http://"+g.app.HTTPAddr()+"/metrics")
+			require.Equal(t, http.StatusOK, code)
+			ok := `switchyard_key_requests_total{key="` + id + `",status_class="2xx"} 1`
+			limited := `switchyard_key_rate_limited_total{key="` + id + `",limit="requests"} 1`
+			if on {
+				require.Contains(t, body, ok)
+				require.Contains(t, body, limited)
+				require.Contains(t, body, `switchyard_key_requests_total{key="`+id+`",status_class="4xx"} 1`)
+			} else {
+				require.NotContains(t, body, "switchyard_key_")
+			}
+		})
+	}
+}
+
+// Anthropic's clients send the key as x-api-key: a virtual key works there, with
+// its allowlist.
+func TestVirtualKeyOnTheMessagesSurface(t *testing.T) {
+	t.Parallel()
+	g := start(t, keysYAML)
+	_, secret := createKey(t, g, `{"name":"claude-code","models":["up/gpt-4o"]}`)
+	ask := func(model string) (int, string) {
+		req, err := http.NewRequest(http.MethodPost, "http://"+g.app.HTTPAddr()+"/v1/messages",
+			strings.NewReader(`{"model":"`+model+`","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`))
+		require.NoError(t, err)
+		req.Header.Set("x-api-key", secret)
+		req.Header.Set("anthropic-version", "2023-06-01")
+		req.Header.Set("content-type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var b strings.Builder
+		_, _ = io.Copy(&b, resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	code, body := ask("up/gpt-4o")
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = ask("up/gpt-4o-mini")
+	require.Equal(t, http.StatusForbidden, code, body)
+	require.Contains(t, body, `"type":"error"`)
+	require.Contains(t, body, "not allowed to use the model")
+	require.Equal(t, 1, g.up.Count(), "the refused model reached no upstream")
 }
