@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/limits"
 	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/providers"
 	"github.com/switchyard/switchyard/providers/openai"
@@ -25,6 +26,7 @@ import (
 	"github.com/switchyard/switchyard/server"
 	"github.com/switchyard/switchyard/store"
 	"github.com/switchyard/switchyard/tracing"
+	"github.com/switchyard/switchyard/usage"
 )
 
 // discoveryTimeout bounds model discovery at start.
@@ -41,6 +43,10 @@ type App struct {
 
 	stopOnce sync.Once
 	stopErr  error
+	shared   *redisShared // nil: embedded mode
+
+	ledger       *usage.Ledger // drained into its store at shutdown (app/usage.go)
+	drainTimeout time.Duration
 }
 
 // Option configures Start.
@@ -67,7 +73,25 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 		log.Warn(w)
 	}
 	m := metrics.New()
-	targets, err := buildTargets(cfg, log, m)
+	shared, err := embeddedState(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := openRedis(cfg, log, m)
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			rs.close()
+		}
+	}()
+	if rs != nil {
+		shared = rs.state()
+	}
+	limiter := limits.New(shared.limits, nil)
+	targets, err := buildTargets(cfg, log, m, limiter)
 	if err != nil {
 		return nil, err
 	}
@@ -87,12 +111,24 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	if err != nil {
 		return nil, err
 	}
-	if err := loadStored(rt, st, cfg, log); err != nil {
+	persist := st.Save
+	if rs != nil {
+		rs.follow(ctx, rt, cfg)
+		persist = rs.vms.Persist
+	} else if err := loadStored(rt, st, cfg, log); err != nil {
+		return nil, err
+	}
+	vkeys, err := openKeys(ctx, shared, log)
+	if err != nil {
+		return nil, err
+	}
+	ledger, err := openLedger(ctx, cfg, log, m)
+	if err != nil {
 		return nil, err
 	}
 	infos := map[string]server.ProviderInfo{}
 	for name, p := range cfg.Providers {
-		infos[name] = server.ProviderInfo{Type: p.Type, BaseURL: providers.DisplayURL(p.BaseURL)}
+		infos[name] = server.ProviderInfo{Type: p.Type, BaseURL: providers.DisplayURL(p.BaseURL), EmbeddingModels: p.EmbeddingModels}
 	}
 	rt.Discover(ctx, discoveryTimeout)
 	if len(rt.Models()) == 0 {
@@ -101,26 +137,35 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	srv, err := server.New(server.Config{
 		Log: log, Router: rt, MaxBodyBytes: cfg.Server.MaxBodyBytes, DrainTimeout: cfg.Server.DrainTimeout,
 		WriteTimeout: cfg.Server.StreamIdleTimeout, ReadTimeout: cfg.Server.ReadTimeout, IdleTimeout: cfg.Server.IdleTimeout,
-		Failover: cfg.Failover, Providers: infos,
-		PersistVirtualModels: st.Save, Metrics: m, Tracer: tracer,
+		MaxConnectionAge: cfg.Server.MaxConnectionAge, MaxConnectionAgeGrace: cfg.Server.MaxConnectionAgeGrace,
+		Failover: cfg.Failover, Providers: infos, Targets: targets,
+		PersistVirtualModels: persist, Metrics: m, Tracer: tracer,
 		Keys: server.Keys{Master: string(cfg.Server.MasterKey), Admin: string(cfg.Server.AdminKey)},
+		VirtualKeys: vkeys, Limiter: limiter, KeyMetrics: cfg.Server.KeyMetricsOn(),
+		Breakers: rs.breakers(), SharedReady: rs.ready(),
+		Ledger: ledger,
 	})
 	if err != nil {
+		_ = ledger.Close(ctx)
 		return nil, err
 	}
 	var lc net.ListenConfig
 	grpcLis, err := lc.Listen(ctx, "tcp", cfg.Server.GRPCAddr)
 	if err != nil {
+		_ = ledger.Close(ctx)
 		return nil, fmt.Errorf("listen gRPC on %s: %w", cfg.Server.GRPCAddr, err)
 	}
 	httpLis, err := lc.Listen(ctx, "tcp", cfg.Server.HTTPAddr)
 	if err != nil {
 		grpcLis.Close()
+		_ = ledger.Close(ctx)
 		return nil, fmt.Errorf("listen HTTP on %s: %w", cfg.Server.HTTPAddr, err)
 	}
 	bg, stopBG := context.WithCancel(context.Background())
 	go rt.Recheck(bg, cfg.Server.RecheckInterval, discoveryTimeout)
-	a := &App{log: log, server: srv, grpcLis: grpcLis, httpLis: httpLis, done: make(chan error, 1), stopBG: stopBG}
+	a := &App{log: log, server: srv, grpcLis: grpcLis, httpLis: httpLis, done: make(chan error, 1), stopBG: stopBG,
+		ledger: ledger, drainTimeout: cfg.Server.DrainTimeout}
+	a.shared, started = rs, true
 	go func() { a.done <- srv.Serve(grpcLis, httpLis) }()
 	models := rt.Models()
 	ids := make([]string, 0, len(models))
@@ -147,11 +192,13 @@ func (a *App) Shutdown(ctx context.Context) error {
 		a.stopBG()
 		a.server.Shutdown(ctx)
 		a.stopErr = <-a.done
+		a.shared.close()
+		a.closeLedger()
 	})
 	return a.stopErr
 }
 
-func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) ([]router.Target, error) {
+func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics, lim *limits.Limiter) ([]router.Target, error) {
 	names := make([]string, 0, len(cfg.Providers))
 	for name := range cfg.Providers {
 		names = append(names, name)
@@ -164,6 +211,7 @@ func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) ([]r
 		switch p.Type {
 		case "simulator":
 			prov = simulator.New(simulator.Config{Name: name, TimeToFirstToken: p.Simulator.TimeToFirstToken,
+				EmbeddingModels: p.EmbeddingModels, Dimensions: p.Simulator.Dimensions,
 				TokenDelay: p.Simulator.TokenDelay, Tokens: p.Simulator.Tokens, Models: p.Models})
 			if name == config.SimulatorName && len(cfg.Providers) == 1 {
 				log.Warn("no providers configured: serving the built-in simulator (deterministic text, no network). " +
@@ -174,7 +222,11 @@ func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) ([]r
 			log.Error("provider type not supported yet; skipping it", "provider", name, "type", p.Type)
 			continue
 		default:
-			prov = openai.New(openai.Config{Name: name, BaseURL: p.BaseURL, APIKey: string(p.APIKey), Headers: p.Headers,
+			var az *openai.Azure
+			if p.Type == "azure" {
+				az = &openai.Azure{APIVersion: p.APIVersion, Deployments: p.Deployments, BearerToken: string(p.BearerToken)}
+			}
+			prov = openai.New(openai.Config{Name: name, BaseURL: p.BaseURL, APIKey: string(p.APIKey), Headers: p.Headers, Azure: az,
 				ConnectTimeout: p.ConnectTimeout, ResponseHeaderTimeout: p.ResponseHeaderTimeout, Timeout: p.Timeout,
 				StreamIdleTimeout: p.StreamIdleTimeout, FirstTokenTimeout: config.ResolveFirstTokenTimeout(cfg.Resilience, p.Resilience),
 				Log: log})
@@ -186,7 +238,9 @@ func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) ([]r
 		log.Info("provider configured", "provider", name, "type", p.Type, "base_url", providers.DisplayURL(p.BaseURL),
 			"configured_models", len(p.Models), "max_retries", retry.MaxRetries, "breaker", breaker.Active(),
 			"breaker_scope", string(breaker.Scope))
-		targets = append(targets, router.Target{Provider: prov, Configured: p.Models, Guard: guard})
+		configured := slices.Concat(p.Models, p.EmbeddingModels)
+		targets = append(targets, router.Target{Provider: prov, Configured: configured, Guard: guard,
+			Limiter: targetLimiter(lim, name, p)})
 	}
 	if len(targets) == 0 {
 		return nil, errors.New("no usable provider: configure at least one provider Switchyard supports")

@@ -23,6 +23,14 @@ const (
 	SimulatorName = "simulator"
 )
 
+// gRPC connection age: clients rebalance across replicas (README: Many replicas).
+const (
+	// DefaultMaxConnectionAge rebalances gRPC clients across replicas twice an hour.
+	DefaultMaxConnectionAge = 30 * time.Minute
+	// DefaultMaxConnectionAgeGrace lets a call on an aged-out connection run 5 more minutes.
+	DefaultMaxConnectionAgeGrace = 5 * time.Minute
+)
+
 func applyDefaults(cfg *Config) {
 	s := &cfg.Server
 	if s.HTTPAddr == "" {
@@ -46,12 +54,20 @@ func applyDefaults(cfg *Config) {
 	if s.IdleTimeout == 0 {
 		s.IdleTimeout = DefaultIdleTimeout
 	}
+	if s.MaxConnectionAge == 0 {
+		s.MaxConnectionAge = DefaultMaxConnectionAge
+	}
+	if s.MaxConnectionAgeGrace == 0 {
+		s.MaxConnectionAgeGrace = DefaultMaxConnectionAgeGrace
+	}
 	if s.RecheckInterval == 0 {
 		s.RecheckInterval = DefaultRecheckInterval
 	}
 	if s.DataDir == "" {
 		s.DataDir = DefaultDataDir
 	}
+	applyUsageDefaults(&cfg.Usage)
+	applyStateDefaults(&cfg.State)
 	if len(cfg.Providers) == 0 {
 		cfg.Providers = map[string]*Provider{SimulatorName: {Type: "simulator"}}
 	}
@@ -71,6 +87,7 @@ func applyDefaults(cfg *Config) {
 		if p.StreamIdleTimeout == 0 {
 			p.StreamIdleTimeout = s.StreamIdleTimeout
 		}
+		typeDefaults(p)
 		if p.Type == "simulator" && p.Simulator.Tokens == 0 {
 			p.Simulator.Tokens = DefaultSimulatorTokens
 		}
@@ -85,7 +102,7 @@ func applyDefaults(cfg *Config) {
 			case "openrouter":
 				p.BaseURL = "https://openrouter.ai/api/v1"
 			case "anthropic":
-				p.BaseURL = "https://api.anthropic.com/v1"
+				p.BaseURL = DefaultAnthropicBaseURL
 			case "groq":
 				p.BaseURL = "https://api.groq.com/openai/v1"
 			case "xai":
@@ -98,5 +115,5 @@ func applyDefaults(cfg *Config) {
 // ProviderTypes are the accepted provider types and whether Switchyard can call them yet.
 var ProviderTypes = map[string]bool{
 	"openai": true, "openrouter": true, "vllm": true, "ollama": true, "groq": true,
-	"xai": true, "simulator": true, "anthropic": false,
+	"xai": true, "simulator": true, "anthropic": true, "azure": true,
 }

@@ -21,6 +21,7 @@ func applyEnv(cfg *Config, env func(string) (string, bool)) (map[string]string, 
 	if v := get("SWITCHYARD_DATA_DIR"); v != "" && cfg.Server.DataDir == "" {
 		cfg.Server.DataDir = v
 	}
+	applyStateEnv(&cfg.State, get)
 	if cfg.Providers == nil {
 		cfg.Providers = map[string]*Provider{}
 	}
@@ -36,6 +37,9 @@ func applyEnv(cfg *Config, env func(string) (string, bool)) (map[string]string, 
 		}
 		addProvider("openai", &Provider{Type: "openai", BaseURL: base, APIKey: Secret(key)})
 	}
+	if key := get("ANTHROPIC_API_KEY"); key != "" {
+		addProvider("anthropic", &Provider{Type: "anthropic", APIKey: Secret(key)})
+	}
 	if base := get("OLLAMA_BASE_URL"); base != "" {
 		addProvider("ollama", &Provider{Type: "ollama", BaseURL: base})
 	}
@@ -45,6 +49,16 @@ func applyEnv(cfg *Config, env func(string) (string, bool)) (map[string]string, 
 
 	var errs []*Error
 	origins := map[string]string{}
+	// ANTHROPIC_BASE_URL is the default base_url of every anthropic provider, as it
+	// is for Anthropic's own SDKs (a base_url in the file wins).
+	if base := get("ANTHROPIC_BASE_URL"); base != "" {
+		for name, p := range cfg.Providers {
+			if p != nil && p.Type == "anthropic" && p.BaseURL == "" {
+				p.BaseURL = base
+				origins["providers."+name+".base_url"] = "ANTHROPIC_BASE_URL"
+			}
+		}
+	}
 	r, cb := &cfg.Resilience.Retry, &cfg.Resilience.CircuitBreaker
 	set := func(k, path string, ok bool) {
 		if ok {

@@ -81,8 +81,9 @@ func TestWrongKindMessages(t *testing.T) {
 		{name: "scalar for statuses", yaml: "resilience:\n  retry:\n    retry_on_statuses: 429\n",
 			want: `resilience.retry.retry_on_statuses (line 3): expected a list of statuses, such as [429]; got 429`},
 		{name: "list for a block", yaml: "providers:\n  a: [1]\n",
-			want: `providers.a (line 2): expected a block of settings (type, base_url, api_key, models, headers, connect_timeout, ` +
-				`response_header_timeout, timeout, stream_idle_timeout, resilience, simulator); got a list`},
+			want: `providers.a (line 2): expected a block of settings (type, base_url, api_key, models, embedding_models, headers, api_version, ` +
+				`deployments, bearer_token, default_max_tokens, connect_timeout, ` +
+				`response_header_timeout, timeout, stream_idle_timeout, resilience, simulator, limits); got a list`},
 		{name: "list for text", yaml: "providers:\n  a:\n    type: openai\n    headers: {x: [1]}\n",
 			want: `providers.a.headers.x (line 4): expected a single value (text); got a list`},
 		{name: "failover word", yaml: "virtual_models:\n  - source: v\n    failover: maybe\n    targets: [{model: simulator/x}]\n",

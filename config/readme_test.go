@@ -40,9 +40,29 @@ func TestReadmeSettingsTableMatchesCode(t *testing.T) {
 		"server.drain_timeout":                           config.DefaultDrainTimeout.String(),
 		"server.read_timeout":                            config.DefaultReadTimeout.String(),
 		"server.idle_timeout":                            config.DefaultIdleTimeout.String(),
+		"server.max_connection_age":                      config.DefaultMaxConnectionAge.String(),
+		"server.max_connection_age_grace":                config.DefaultMaxConnectionAgeGrace.String(),
+		"state.redis.url":                                "",
+		"state.redis.on_error":                           config.DefaultRedisOnError,
+		"state.redis.timeout":                            config.DefaultRedisTimeout.String(),
+		"state.redis.resync_interval":                    config.DefaultRedisResyncInterval.String(),
+		"state.redis.prefix":                             config.DefaultRedisPrefix,
+		"usage.store":                                    config.DefaultUsageStore,
+		"usage.dsn":                                      "",
+		"usage.queue_size":                               fmt.Sprint(config.DefaultUsageQueueSize),
+		"usage.batch_size":                               fmt.Sprint(config.DefaultUsageBatchSize),
+		"usage.flush_interval":                           config.DefaultUsageFlushInterval.String(),
+		"pricing":                                        "",
+		"pricing_file":                                   "",
 		"providers.*.connect_timeout":                    config.DefaultConnectTimeout.String(),
 		"providers.*.response_header_timeout":            config.DefaultResponseHeaderTimeout.String(),
 		"providers.*.timeout":                            config.DefaultProviderTimeout.String(),
+		"providers.*.api_version":                        config.DefaultAzureAPIVersion,
+		"server.key_metrics":                             fmt.Sprint(config.Server{}.KeyMetricsOn()),
+		"providers.*.limits.rpm":                         fmt.Sprint(config.ProviderLimits{}.RPM),
+		"providers.*.limits.tpm":                         fmt.Sprint(config.ProviderLimits{}.TPM),
+		"providers.*.limits.max_concurrency":             fmt.Sprint(config.ProviderLimits{}.MaxConcurrency),
+		"providers.*.default_max_tokens":                 fmt.Sprint(config.DefaultAnthropicMaxTokens),
 		"resilience.retry.max_retries":                   fmt.Sprint(r.MaxRetries),
 		"resilience.retry.initial_backoff":               r.InitialBackoff.String(),
 		"resilience.retry.max_backoff":                   r.MaxBackoff.String(),
@@ -75,7 +95,8 @@ func TestReadmeYAMLExamplesLoad(t *testing.T) {
 	text := strings.Join(blocks, "\n")
 	var cfg config.Config
 	env := func(k string) (string, bool) {
-		return map[string]string{"OPENAI_API_KEY": "sk"}[k], k == "OPENAI_API_KEY"
+		v, ok := map[string]string{"OPENAI_API_KEY": "sk", "AZURE_OPENAI_API_KEY": "az", "ANTHROPIC_API_KEY": "sk-ant"}[k]
+		return v, ok
 	}
 	require.NoError(t, config.Parse([]byte(text), env, &cfg))
 	require.NoError(t, cfg.Validate())

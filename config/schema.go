@@ -17,6 +17,15 @@ type Config struct {
 	VirtualModels []VirtualModel `yaml:"virtual_models"`
 	// Failover holds the global failover defaults for virtual models.
 	Failover Failover `yaml:"failover"`
+	// Usage configures the usage ledger (config/usage.go).
+	Usage Usage `yaml:"usage"`
+	// Pricing prices models for the ledger, by "provider/model" or model name.
+	Pricing map[string]Price `yaml:"pricing"`
+	// PricingFile is a YAML or JSON file of prices in pricing's shape; pricing's
+	// own entries win over the file's.
+	PricingFile string `yaml:"pricing_file"`
+	// State is where shared state lives (embedded, or Redis for several replicas).
+	State State `yaml:"state"`
 }
 
 // Server configures the listeners.
@@ -42,25 +51,54 @@ type Server struct {
 	ReadTimeout time.Duration `yaml:"read_timeout"`
 	// IdleTimeout closes REST keep-alive and gRPC connections idle for this long.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// MaxConnectionAge makes gRPC clients reconnect (GOAWAY) after a connection has
+	// lived this long (±10 % jitter), so that long-lived clients rebalance across
+	// replicas; calls in flight then get MaxConnectionAgeGrace to finish.
+	MaxConnectionAge time.Duration `yaml:"max_connection_age"`
+	// MaxConnectionAgeGrace is how long calls on an aged-out gRPC connection may run
+	// on before it is closed (streams longer than it are cut).
+	MaxConnectionAgeGrace time.Duration `yaml:"max_connection_age_grace"`
 	// RecheckInterval is how often providers whose model discovery failed are asked again.
 	RecheckInterval time.Duration `yaml:"recheck_interval"`
 	// DataDir holds runtime state (e.g. virtual models created through the admin API).
 	DataDir string `yaml:"data_dir"`
+	// KeyMetrics counts requests per virtual key (label: the key's id) when true
+	// or unset; false turns the per-key series off.
+	KeyMetrics *bool `yaml:"key_metrics"`
 }
 
 // Provider is one upstream.
 type Provider struct {
-	// Type is the wire format: openai (also openrouter, vllm, ollama, groq, xai,
-	// azure-style OpenAI-compatible servers), anthropic (not built yet), simulator.
+	// Type is the wire format: openai (also openrouter, vllm, ollama, groq, xai and
+	// other OpenAI-compatible servers), azure (Azure OpenAI), anthropic (Anthropic's
+	// Messages API), simulator.
 	Type string `yaml:"type"`
 	// BaseURL is the API root, e.g. https://api.openai.com/v1.
 	BaseURL string `yaml:"base_url"`
-	// APIKey is sent as a bearer token upstream.
+	// APIKey is sent as a bearer token upstream (type azure: the api-key header;
+	// type anthropic: x-api-key).
 	APIKey Secret `yaml:"api_key"`
 	// Models are served even when discovery (GET {base_url}/models) fails.
 	Models []string `yaml:"models"`
+	// EmbeddingModels are served like models and marked "mode": "embedding" in
+	// /v1/models (names containing "embed" are marked without being listed here).
+	EmbeddingModels []string `yaml:"embedding_models"`
 	// Headers are added to every upstream request.
 	Headers map[string]string `yaml:"headers"`
+	// APIVersion (type azure) is the api-version query parameter of Azure's
+	// deployment API; DefaultAzureAPIVersion when unset. The v1 API sends none.
+	APIVersion string `yaml:"api_version"`
+	// Deployments (type azure) maps model names to Azure deployment names; a model
+	// without an entry is its own deployment. Azure lists no deployments, so these
+	// model names (and models:) are what the provider serves.
+	Deployments map[string]string `yaml:"deployments"`
+	// BearerToken (type azure) is a Microsoft Entra ID access token, sent as
+	// "Authorization: Bearer" in place of the api-key header.
+	BearerToken Secret `yaml:"bearer_token"`
+	// DefaultMaxTokens (type anthropic) is the max_tokens sent when a chat request
+	// sets neither max_tokens nor max_completion_tokens (Anthropic requires one);
+	// DefaultAnthropicMaxTokens when unset.
+	DefaultMaxTokens int `yaml:"default_max_tokens"`
 	// ConnectTimeout bounds dialling the upstream.
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
 	// ResponseHeaderTimeout bounds the wait for response headers (non-stream calls).
@@ -73,6 +111,9 @@ type Provider struct {
 	Resilience Resilience `yaml:"resilience"`
 	// Simulator tunes the simulator provider.
 	Simulator Simulator `yaml:"simulator"`
+	// Limits are the provider account's own rpm, tpm and max_concurrency, and per
+	// model under models:.
+	Limits ProviderLimits `yaml:"limits"`
 }
 
 // Simulator tunes the built-in simulator provider.
@@ -83,6 +124,9 @@ type Simulator struct {
 	TokenDelay time.Duration `yaml:"token_delay"`
 	// Tokens is the answer length in tokens (words).
 	Tokens int `yaml:"tokens"`
+	// Dimensions is the length of its embeddings when a request sets none
+	// (default 256).
+	Dimensions int `yaml:"dimensions"`
 }
 
 // Resilience is a retry and breaker block. Every field is optional: unset fields

@@ -38,6 +38,7 @@ func (c *Config) problems() []*Error {
 		if name == "" || strings.ContainsAny(name, "/ ") {
 			add(path, "provider names must be non-empty and contain no '/' or spaces")
 		}
+		validateLimits(path+".limits", p.Limits, add)
 		if _, ok := ProviderTypes[p.Type]; !ok {
 			add(path+".type", "unknown type %q (want one of %s)", p.Type, typeList())
 		}
@@ -51,8 +52,12 @@ func (c *Config) problems() []*Error {
 				add(fmt.Sprintf("%s.models[%d]", path, i), "must not be empty")
 			}
 		}
+		validateTypeSettings(path, p, add)
 		nonNegativeDurations(path, *p, add)
 		nonNegativeDurations(path+".simulator", p.Simulator, add)
+		if p.Simulator.Dimensions < 0 {
+			add(path+".simulator.dimensions", "must not be negative; got %d", p.Simulator.Dimensions)
+		}
 		if p.Simulator.Tokens < 0 {
 			add(path+".simulator.tokens", "must not be negative; got %d", p.Simulator.Tokens)
 		}
@@ -61,6 +66,8 @@ func (c *Config) problems() []*Error {
 	}
 	validateFailover("failover", &c.Failover, add)
 	validateVirtualModels(c, add)
+	validateUsage(c, add)
+	validateState(c.State, add)
 	slices.SortStableFunc(errs, func(a, b *Error) int { return strings.Compare(a.Path, b.Path) })
 	return errs
 }

@@ -19,7 +19,7 @@ func (c *Config) Warnings() []string {
 	var out []string
 	for _, name := range c.providerNames() {
 		p := c.Providers[name]
-		if p == nil || p.APIKey != "" || hasAuthHeader(p.Headers) {
+		if p == nil || p.APIKey != "" || p.BearerToken != "" || hasAuthHeader(p.Headers) {
 			continue
 		}
 		u, err := url.Parse(p.BaseURL)
@@ -32,7 +32,7 @@ func (c *Config) Warnings() []string {
 				name, p.BaseURL, name, envVar))
 		}
 	}
-	return out
+	return append(out, c.selfCalls()...)
 }
 
 func hasAuthHeader(h map[string]string) bool {

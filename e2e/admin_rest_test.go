@@ -49,7 +49,9 @@ func timeless(v any) any {
 		out := map[string]any{}
 		for k, val := range x {
 			switch k {
-			case "opened_at", "next_probe_at", "last_discovery":
+			case "opened_at", "next_probe_at", "last_discovery",
+				"id", "prefix", "secret", "created_at", "updated_at", "revoked_at": // a key's, different for each key made
+
 				out[k] = "<time>"
 			default:
 				out[k] = timeless(val)
@@ -128,6 +130,32 @@ func adminRouteTable() []adminRoute {
 		{name: "delete virtual model", rpc: "DeleteVirtualModel", method: http.MethodDelete, path: "/admin/v1/virtual_models/up/gpt-4o",
 			grpcBody: `{"source":"up/gpt-4o"}`, before: upsert,
 			check: func(t *testing.T, got map[string]any) { require.Empty(t, got) }},
+		// {key} is a key made before the table runs.
+		{name: "create key", rpc: "CreateKey", method: http.MethodPost, path: "/admin/v1/keys",
+			body: `{"name":"billing","models":["up/gpt-4o"],"limits":{"rpm":60}}`,
+			check: func(t *testing.T, got map[string]any) {
+				require.True(t, strings.HasPrefix(got["secret"].(string), "sk-sy-"))
+				require.Equal(t, "billing", got["key"].(map[string]any)["name"])
+			}},
+		{name: "list keys", rpc: "ListKeys", method: http.MethodGet, path: "/admin/v1/keys",
+			check: func(t *testing.T, got map[string]any) { require.Len(t, got["keys"], 3) }},
+		{name: "get key", rpc: "GetKey", method: http.MethodGet, path: "/admin/v1/keys/{key}", grpcBody: `{"id":"{key}"}`,
+			check: func(t *testing.T, got map[string]any) { require.Equal(t, "first", got["key"].(map[string]any)["name"]) }},
+		{name: "update key", rpc: "UpdateKey", method: http.MethodPatch, path: "/admin/v1/keys/{key}",
+			body: `{"limits":{"tpm":1000}}`, grpcBody: `{"id":"{key}","limits":{"tpm":1000}}`,
+			check: func(t *testing.T, got map[string]any) {
+				require.Equal(t, map[string]any{"tpm": float64(1000)}, got["key"].(map[string]any)["limits"])
+			}},
+		{name: "revoke key", rpc: "RevokeKey", method: http.MethodDelete, path: "/admin/v1/keys/{key}", grpcBody: `{"id":"{key}"}`,
+			check: func(t *testing.T, got map[string]any) { require.NotEmpty(t, got["key"].(map[string]any)["revoked_at"]) }},
+		{name: "query usage", rpc: "QueryUsage", method: http.MethodGet,
+			path:     "/admin/v1/usage?start_time=2026-01-01T00:00:00Z&end_time=2999-01-01T00:00:00Z&group_by=key&group_by=model",
+			grpcBody: `{"start_time":"2026-01-01T00:00:00Z","end_time":"2999-01-01T00:00:00Z","group_by":["key","model"]}`,
+			check:    func(t *testing.T, got map[string]any) { require.Equal(t, "2999-01-01T00:00:00Z", got["end_time"]) }},
+		{name: "list requests", rpc: "ListRequests", method: http.MethodGet,
+			path:     "/admin/v1/requests?start_time=2026-01-01T00:00:00Z&end_time=2999-01-01T00:00:00Z&page_size=10",
+			grpcBody: `{"start_time":"2026-01-01T00:00:00Z","end_time":"2999-01-01T00:00:00Z","page_size":10}`,
+			check:    func(t *testing.T, got map[string]any) { require.Empty(t, got["records"], "no inference call yet") }},
 	}
 }
 
@@ -140,8 +168,10 @@ func TestAdminRESTMatchesGRPC(t *testing.T) {
 	g := start(t, keysYAML, withYAML("  backup:\n    type: openai\n    base_url: "+backup.URL+"\n"+
 		"virtual_models:\n  - source: from-config\n    targets: [{model: up/gpt-4o}]\n"))
 	covered := map[string]bool{}
+	key := adminCall(t, g, "CreateKey", `{"name":"first","models":["*"]}`)["key"].(map[string]any)["id"].(string)
 	for _, rt := range adminRouteTable() {
 		covered[rt.rpc] = true
+		rt.path, rt.grpcBody = strings.ReplaceAll(rt.path, "{key}", key), strings.ReplaceAll(rt.grpcBody, "{key}", key)
 		t.Run(rt.name, func(t *testing.T) {
 			code, rest := adminREST(t, g, rt.method, rt.path, rt.body)
 			require.Equal(t, http.StatusOK, code, "%s %s: %v", rt.method, rt.path, rest)
@@ -231,6 +261,8 @@ func TestREADMEListsEveryAdminRoute(t *testing.T) {
 			verb, path = "PUT", p.Put
 		case *annotations.HttpRule_Delete:
 			verb, path = "DELETE", p.Delete
+		case *annotations.HttpRule_Patch:
+			verb, path = "PATCH", p.Patch
 		}
 		row := "| `" + verb + " " + path + "` | `" + string(m.Name()) + "` |"
 		require.True(t, strings.Contains(string(readme), row), "README admin routes table lacks %s", row)
@@ -271,7 +303,7 @@ func TestREADMEAdminCurlsRunOnTheDefaultSetup(t *testing.T) {
 		if c == "" {
 			continue
 		}
-		c = strings.Replace(strings.Replace(c, "curl -s ", "curl -sS --fail-with-body ", 1), "localhost:8080", a.HTTPAddr(), 1)
+		c = strings.Replace(strings.Replace(c, "curl -s ", "curl -sS --fail-with-body ", 1), "localhost:8080", a.HTTPAddr(), -1)
 		out, err := exec.Command("sh", "-c", c).CombinedOutput()
 		require.NoError(t, err, "%s: %s", c, out)
 		require.True(t, json.Valid(out), "%s: %s", c, out)

@@ -5,6 +5,7 @@ package providers
 
 import (
 	"context"
+	"net/http"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/openaijson"
@@ -91,6 +92,15 @@ type Messenger interface {
 	StreamMessages(ctx context.Context, a Attempt, body []byte) (EventStream, error)
 }
 
+// TokenCounter is implemented by Messengers that count a Messages request's input
+// tokens natively (Anthropic's POST /v1/messages/count_tokens). The body is the
+// client's, with only its model rewritten to a.Model; the answer is the upstream's
+// body ({"input_tokens": N}). The /v1/messages/count_tokens surface answers 404
+// for a target without it.
+type TokenCounter interface {
+	CountTokens(ctx context.Context, a Attempt, body []byte) ([]byte, error)
+}
+
 // Event is one Server-Sent Event as the upstream framed it.
 type Event struct {
 	// Type is the event's "event:" field (Anthropic's event type).
@@ -106,4 +116,31 @@ type EventStream interface {
 	Next() (Event, error)
 	// Close releases the upstream connection; safe to call more than once.
 	Close() error
+}
+
+// CodeUnsupportedEndpoint is the code of the 400 a target answers for an
+// endpoint kind its provider does not serve (no Embedder, no Messenger for
+// count_tokens, ...). A chain skips such a target, as it skips an open breaker:
+// it was never called.
+const CodeUnsupportedEndpoint = "unsupported_endpoint"
+
+// Embedder is implemented by providers that serve embeddings (OpenAI's POST
+// /embeddings). A provider without it answers an embeddings call with a 400
+// naming it (code CodeUnsupportedEndpoint), from the server.
+type Embedder interface {
+	// Embed returns one embedding per input. req is the client's request; the
+	// provider sends it with its model replaced by a.Model and must not modify it
+	// (failover reuses it).
+	Embed(ctx context.Context, a Attempt, req *pb.CreateEmbeddingsRequest) (*pb.CreateEmbeddingsResponse, error)
+}
+
+// Passthrough is implemented by providers that can forward an arbitrary HTTP
+// request under their base URL (/p/{provider}/{path...}): the provider sets the
+// URL, Host and its own credentials; the caller has already removed the client's
+// credentials and hop-by-hop headers. Forward returns the upstream's response
+// whatever its status (the caller closes its body); an error means no response
+// arrived (a *Error with Transport or Timeout set).
+type Passthrough interface {
+	// Forward sends r (its URL path and query relative to the base URL) upstream.
+	Forward(ctx context.Context, a Attempt, r *http.Request) (*http.Response, error)
 }

@@ -54,7 +54,18 @@ func (g *Guard) Breakers() *Breakers { return g.breakers }
 // call counts as a breaker failure but its result is still returned. Streams use
 // Stream, whose outcome waits for the stream's end.
 func (g *Guard) Call(ctx context.Context, model string, call func(ctx context.Context, attempt int) error) error {
-	b, p, elapsed, err := g.run(ctx, model, call)
+	return g.call(ctx, model, g.retry.MaxRetries, call)
+}
+
+// CallOnce is Call with no retry whatever the retry settings say: for calls that
+// must not be sent twice (a passthrough POST without an Idempotency-Key). The
+// breaker admits and counts it as it does any call.
+func (g *Guard) CallOnce(ctx context.Context, model string, call func(ctx context.Context, attempt int) error) error {
+	return g.call(ctx, model, 0, call)
+}
+
+func (g *Guard) call(ctx context.Context, model string, maxRetries int, call func(ctx context.Context, attempt int) error) error {
+	b, p, elapsed, err := g.run(ctx, model, maxRetries, call)
 	if b != nil {
 		k, o := classify(err)
 		b.done(p, k, o, elapsed)
@@ -78,7 +89,7 @@ type Finish func(err error)
 // breaker period that admitted it. The slow-call threshold measures the time to
 // the first event.
 func (g *Guard) Stream(ctx context.Context, model string, call func(ctx context.Context, attempt int) error) (Finish, error) {
-	b, p, elapsed, err := g.run(ctx, model, call)
+	b, p, elapsed, err := g.run(ctx, model, g.retry.MaxRetries, call)
 	if b == nil {
 		return nil, err
 	}
@@ -96,9 +107,10 @@ func (g *Guard) Stream(ctx context.Context, model string, call func(ctx context.
 	}, nil
 }
 
-// run admits the call and runs its retry sequence; a nil breaker means it was
-// refused (err says why) and there is nothing to record.
-func (g *Guard) run(ctx context.Context, model string, call func(ctx context.Context, attempt int) error) (*Breaker, permit, time.Duration, error) {
+// run admits the call and runs its retry sequence of at most maxRetries
+// retries; a nil breaker means it was refused (err says why) and there is
+// nothing to record.
+func (g *Guard) run(ctx context.Context, model string, maxRetries int, call func(ctx context.Context, attempt int) error) (*Breaker, permit, time.Duration, error) {
 	b, err := g.breakers.For(model)
 	if err != nil {
 		return nil, permit{}, 0, err
@@ -107,7 +119,6 @@ func (g *Guard) run(ctx context.Context, model string, call func(ctx context.Con
 	if !ok {
 		return nil, permit{}, 0, &OpenError{Provider: g.provider, Model: model, RetryAfter: wait}
 	}
-	maxRetries := g.retry.MaxRetries
 	if p.probe {
 		maxRetries = 0 // a probe is one HTTP attempt
 	}

@@ -42,7 +42,7 @@ func TestWhatIsRetried(t *testing.T) {
 		calls int
 	}{
 		{"429", status(429), 4}, {"502", status(502), 4}, {"503", status(503), 4}, {"504", status(504), 4},
-		{"522", status(522), 4}, {"524", status(524), 4},
+		{"522", status(522), 4}, {"524", status(524), 4}, {"529 (Anthropic overloaded)", status(529), 4},
 		{"500 is not retried", status(500), 1}, {"400", status(400), 1}, {"401", status(401), 1},
 		{"402", status(402), 1}, {"403", status(403), 1}, {"404", status(404), 1},
 		{"transport", upstreamErr{transport: true}, 4},
@@ -154,4 +154,19 @@ func TestBudgetDeniedRetryReturnsAtOnce(t *testing.T) {
 	call, n := script(status(503), status(503))
 	require.Error(t, g.Call(context.Background(), "m", call))
 	require.Equal(t, 1, *n)
+}
+
+// CallOnce sends a call once whatever the retry settings, and the breaker still
+// counts it: a retryable status is one attempt and one breaker failure.
+func TestCallOnceNeverRetries(t *testing.T) {
+	t.Parallel()
+	c := newFakeClock()
+	b := DefaultBreaker()
+	b.FailureThreshold = 1
+	g := NewGuard(GuardConfig{Provider: "p", Retry: DefaultRetry(), Breaker: b, Clock: c})
+	attempts := 0
+	err := g.CallOnce(context.Background(), "", func(context.Context, int) error { attempts++; return status(503) })
+	require.Error(t, err)
+	require.Equal(t, 1, attempts, "no retry, though 503 is retryable")
+	require.Equal(t, Open, state(g, ""), "the failure reached the breaker")
 }

@@ -22,10 +22,11 @@ type RetrySettings struct {
 }
 
 // DefaultRetryStatuses are the statuses retried by default.
-var DefaultRetryStatuses = []string{"429", "502", "503", "504", "522", "524"}
+var DefaultRetryStatuses = []string{"429", "502", "503", "504", "522", "524", "529"}
 
 // DefaultRetry returns the built-in retry settings: 3 retries, 1s initial backoff,
-// 30s max, factor 2.0, jitter 0.1, statuses 429/502/503/504/522/524.
+// 30s max, factor 2.0, jitter 0.1, statuses 429/502/503/504/522/524/529 (529 is
+// Anthropic's overloaded_error).
 func DefaultRetry() RetrySettings {
 	return RetrySettings{
 		MaxRetries:      3,

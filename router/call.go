@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/switchyard/switchyard/providers"
 	"github.com/switchyard/switchyard/resilience"
@@ -22,11 +23,12 @@ func Unary[T any](r *Router, ctx context.Context, model string, call Call,
 			return resp, err
 		}
 		err = t.Guard.Call(ctx, a.Model, func(ctx context.Context, n int) error {
+			began := time.Now()
 			ctx, span := r.startAttempt(ctx, route, n, call.Op, false)
 			var err error
 			resp, err = do(ctx, t, a)
 			endAttempt(span, resp, err)
-			r.attemptDone(route, n, err, call)
+			r.attemptDone(route, n, err, call, began)
 			return err
 		})
 		done(usedTokens(resp))
@@ -51,11 +53,12 @@ func Streaming[S any](r *Router, ctx context.Context, model string, call Call,
 			return s, err
 		}
 		finish, err := t.Guard.Stream(ctx, a.Model, func(ctx context.Context, n int) error {
+			began := time.Now()
 			ctx, span := r.startAttempt(ctx, route, n, call.Op, true)
 			var err error
 			s, err = open(ctx, t, a)
 			endAttempt(span, nil, err) // the span covers the request up to the first event
-			r.attemptDone(route, n, err, call)
+			r.attemptDone(route, n, err, call, began)
 			return err
 		})
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -98,4 +99,28 @@ func breakerState(r *Router, provider, model string) resilience.State {
 		}
 	}
 	return resilience.Closed
+}
+
+// A target whose provider does not serve the endpoint kind is skipped along a
+// chain like an open breaker; alone, its 400 is the answer.
+func TestUnsupportedEndpointIsSkipped(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, chainVM("emb", StrategyFailover, "a/m1", "b/m1"))
+	do := func(_ context.Context, tg Target, a providers.Attempt) (string, error) {
+		if tg.Provider.Name() == "a" {
+			return "", &providers.Error{Provider: "a", Status: 400, Code: providers.CodeUnsupportedEndpoint, Message: "provider a does not serve embeddings"}
+		}
+		return "from b", nil
+	}
+	got, route, err := Unary(f.r, context.Background(), "emb", Call{}, do)
+	require.NoError(t, err)
+	require.Equal(t, "from b", got)
+	require.Equal(t, "b/m1", route.String())
+	reqs, _, _ := f.r.health["a"].summary(time.Now())
+	require.Zero(t, reqs, "never called: not in a's health")
+
+	_, _, err = Unary(f.r, context.Background(), "a/m1", Call{}, do)
+	var pe *providers.Error
+	require.True(t, errors.As(err, &pe))
+	require.Equal(t, 400, pe.Status)
 }

@@ -13,7 +13,8 @@ import (
 var DefaultFailoverStatuses = []string{"429", "5xx"}
 
 // DefaultFailoverErrors are the phrases that trigger failover by default, whatever
-// the status: the model is unavailable, unsupported or not found, the upstream
+// the status: the model (or its Azure deployment) is unavailable, unsupported or
+// not found, the upstream
 // reports a failure of its own upstream, or the request exceeds the model's
 // context window (a backup may have a larger one). Content-policy rejections are
 // not among them: routing around a refusal is not the gateway's call.
@@ -22,6 +23,7 @@ var DefaultFailoverErrors = []string{
 	"model unavailable", "model not available", "model is not available", "model is currently overloaded",
 	"unsupported model", "model not supported", "model is not supported",
 	"upstream request failed",
+	"deploymentnotfound", // Azure: the model's deployment does not exist on that resource
 	"context_length_exceeded", "maximum context length", "context window exceeded",
 }
 

@@ -52,10 +52,18 @@ func admit(ctx context.Context, t Target, a providers.Attempt, call Call) (func(
 }
 
 // notCalled reports errors that mean a target was not called at all: an open
-// breaker, no breaker slot, or the target's own limits.
+// breaker, no breaker slot, the target's own limits, or an endpoint kind its
+// provider does not serve.
 func notCalled(err error) bool {
-	return errors.Is(err, ErrTargetSaturated) || errors.Is(err, resilience.ErrBreakerOpen) ||
-		errors.Is(err, resilience.ErrNoBreakerSlot)
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrTargetSaturated) || errors.Is(err, resilience.ErrBreakerOpen) ||
+		errors.Is(err, resilience.ErrNoBreakerSlot) {
+		return true
+	}
+	var pe *providers.Error
+	return errors.As(err, &pe) && pe.Code == providers.CodeUnsupportedEndpoint
 }
 
 // usedTokens is what an answer says it used, when it says (a chat completion).

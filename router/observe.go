@@ -5,7 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/switchyard/switchyard/providers"
 	"github.com/switchyard/switchyard/resilience"
@@ -40,15 +42,42 @@ type Trace struct {
 	Hedged bool
 	// Resumes lists the targets a broken stream was continued on (stream_resume).
 	Resumes []string
+	// Log, when the caller sets it, collects every attempt (the usage ledger's list).
+	Log *AttemptLog
+}
+
+// AttemptLog is the list of a request's upstream attempts, in the order they ended.
+type AttemptLog struct {
+	mu   sync.Mutex // a hedge's two sides end at once
+	list []AttemptInfo
+}
+
+// AttemptInfo is one upstream attempt: its target, error (nil: success) and duration.
+type AttemptInfo struct {
+	Route   Route
+	Err     error
+	Latency time.Duration
+}
+
+// List is a copy of the attempts so far.
+func (l *AttemptLog) List() []AttemptInfo {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]AttemptInfo(nil), l.list...)
 }
 
 // attemptDone observes one upstream attempt: counts it, reports failures hidden
 // behind a success, and logs every non-success at debug level: the request's own
 // line (server) carries its attempts and failovers at info, so a failing upstream
 // costs one line per request, not one per attempt.
-func (r *Router) attemptDone(route Route, attempt int, err error, call Call) {
+func (r *Router) attemptDone(route Route, attempt int, err error, call Call, began time.Time) {
 	if call.Trace != nil {
 		atomic.AddInt64(&call.Trace.Attempts, 1) // a hedge's two sides count at once
+		if l := call.Trace.Log; l != nil {
+			l.mu.Lock()
+			l.list = append(l.list, AttemptInfo{Route: route, Err: err, Latency: time.Since(began)})
+			l.mu.Unlock()
+		}
 	}
 	if err == nil {
 		return
@@ -102,6 +131,9 @@ func (b breakerLog) BreakerTransition(provider, model string, from, to resilienc
 func failoverReason(err error, skipped bool) string {
 	if errors.Is(err, ErrTargetSaturated) {
 		return "target_saturated"
+	}
+	if pe := (*providers.Error)(nil); errors.As(err, &pe) && pe.Code == providers.CodeUnsupportedEndpoint {
+		return "unsupported_endpoint"
 	}
 	if skipped {
 		return "breaker_open"

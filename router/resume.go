@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -169,11 +170,12 @@ func (s *resumeStream) resume(cause error) bool {
 		req := &providers.Request{Body: cont, Attempt: providers.Attempt{Model: route.Model, RequestID: s.call.RequestID, IncludeUsage: s.call.IncludeUsage}}
 		var st providers.Stream
 		finish, err := t.Guard.Stream(s.ctx, req.Model, func(ctx context.Context, n int) error {
+			began := time.Now()
 			ctx, span := s.r.startAttempt(ctx, route, n, s.call.Op, true)
 			var err error
 			st, err = t.Provider.Stream(ctx, req)
 			endAttempt(span, nil, err)
-			s.r.attemptDone(route, n, err, s.call)
+			s.r.attemptDone(route, n, err, s.call, began)
 			return err
 		})
 		s.r.record(route, err)

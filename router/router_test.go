@@ -144,6 +144,8 @@ func TestFailoverTriggers(t *testing.T) {
 		{"404 model not found", perr(404, "The model `m1` does not exist"), true},
 		{"400 model not found code", &providers.Error{Status: 400, Code: "model_not_found", Message: "nope"}, true},
 		{"400 upstream failure", perr(400, "Upstream request failed"), true},
+		{"404 Azure deployment not found", &providers.Error{Status: 404, Code: "DeploymentNotFound",
+			Message: "The API deployment for this resource does not exist."}, true},
 		{"400 unsupported model", perr(400, "unsupported model: m1"), true},
 		{"400 context_length_exceeded code", &providers.Error{Status: 400, Code: "context_length_exceeded",
 			Message: "This model's maximum context length is 8192 tokens."}, true},

@@ -24,5 +24,8 @@ tsc -p clients/typescript
 echo "== go vet"
 go vet ./...
 
+echo "== Helm chart: helm lint, helm template decoded strictly as Kubernetes objects (deploy/helm/chartcheck)"
+(cd deploy/helm/chartcheck && go vet ./... && go test -count=1 ./...)
+
 echo "== go test -race"
 go test -race -count=1 "$@" ./...

@@ -16,6 +16,8 @@ TOOLS=(
   "github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway@v2.33.0 protoc-gen-grpc-gateway"
   "github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2@v2.33.0 protoc-gen-openapiv2"
   "github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4 grpcurl"
+  # helm lint / helm template check deploy/helm (a cold build takes ~6 min; cached after)
+  "helm.sh/helm/v3/cmd/helm@v3.22.0 helm"
 )
 for entry in "${TOOLS[@]}"; do
   read -r pkg bin <<<"$entry"
@@ -31,6 +33,19 @@ done
 if ! command -v curl >/dev/null; then
   echo "installing curl (apt-get)" >&2
   (apt-get update -qq && apt-get install -y -qq curl) >&2
+fi
+
+# redis-server: the real Redis the shared-state tests start (internal/redistest).
+if ! command -v redis-server >/dev/null; then
+  echo "installing redis-server (apt-get)" >&2
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null) >&2
+fi
+
+# PostgreSQL: the real Postgres the usage ledger's store tests start (internal/pgtest: initdb + pg_ctl
+# in a temp dir on a free loopback port); the package's own cluster, if it starts one, is not used.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null; then
+  echo "installing postgresql (apt-get)" >&2
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null) >&2
 fi
 
 # buf (prebuilt, from npm) and the Node OpenAI SDK for the end-to-end tests. Node 20 or newer

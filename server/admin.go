@@ -12,13 +12,17 @@ import (
 
 	"github.com/switchyard/switchyard/config"
 	adminpb "github.com/switchyard/switchyard/gen/switchyard/admin/v1"
+	"github.com/switchyard/switchyard/keys"
 	"github.com/switchyard/switchyard/resilience"
 	"github.com/switchyard/switchyard/router"
+	"github.com/switchyard/switchyard/usage"
 )
 
 // ProviderInfo is what the admin API shows of a provider's configuration.
 type ProviderInfo struct {
 	Type, BaseURL string
+	// EmbeddingModels are the models its config lists under embedding_models.
+	EmbeddingModels []string
 }
 
 // adminService serves switchyard.admin.v1.AdminService.
@@ -28,7 +32,10 @@ type adminService struct {
 	router    *router.Router
 	failover  config.Failover
 	persist   func([]config.VirtualModel) error
+	breakers  BreakerSync
 	providers map[string]ProviderInfo
+	keys      *keys.Registry // nil: the key RPCs answer FailedPrecondition
+	ledger    *usage.Ledger  // nil: the usage RPCs answer FailedPrecondition (server/admin_usage.go)
 }
 
 func (s *adminService) audit(ctx context.Context, action string, attrs ...any) {
@@ -68,6 +75,11 @@ func (s *adminService) ListBreakers(context.Context, *adminpb.ListBreakersReques
 }
 
 func (s *adminService) ResetBreaker(ctx context.Context, req *adminpb.ResetBreakerRequest) (*adminpb.ResetBreakerResponse, error) {
+	if s.breakers != nil {
+		if err := s.breakers.Reset(ctx, req.GetProvider(), req.GetModel()); err != nil {
+			return nil, toStatus(s.log, err)
+		}
+	}
 	e, err := s.router.ResetBreaker(req.GetProvider(), req.GetModel())
 	if err != nil {
 		return nil, toStatus(s.log, err)
@@ -82,6 +94,11 @@ func (s *adminService) TripBreaker(ctx context.Context, req *adminpb.TripBreaker
 		var err error
 		if d, err = time.ParseDuration(req.GetDuration()); err != nil || d < 0 {
 			return nil, invalidRequest("duration", fmt.Sprintf("%q is not a duration (e.g. 90s, 10m)", req.GetDuration()))
+		}
+	}
+	if s.breakers != nil {
+		if err := s.breakers.Trip(ctx, req.GetProvider(), req.GetModel(), d); err != nil {
+			return nil, toStatus(s.log, err)
 		}
 	}
 	e, err := s.router.TripBreaker(req.GetProvider(), req.GetModel(), d)

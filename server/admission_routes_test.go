@@ -39,3 +39,23 @@ func TestAdminBodyRoutesCoverTheContract(t *testing.T) {
 	require.NotEmpty(t, want)
 	require.Equal(t, want, adminBodyRoutes)
 }
+
+// A body route with a path variable is found for any value of it, and only there.
+func TestAdminBodyRouteMatchesTemplates(t *testing.T) {
+	cases := []struct {
+		method, path, want string
+	}{
+		{http.MethodPatch, "/admin/v1/keys/key_0123", adminpb.AdminService_UpdateKey_FullMethodName},
+		{http.MethodPost, "/admin/v1/keys", adminpb.AdminService_CreateKey_FullMethodName},
+		{http.MethodPatch, "/admin/v1/keys/", ""},
+		{http.MethodPatch, "/admin/v1/keys/a/b", ""},
+		{http.MethodGet, "/admin/v1/keys/key_0123", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			got, ok := adminBodyRoute(tc.method, tc.path)
+			require.Equal(t, tc.want != "", ok)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}

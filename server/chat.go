@@ -73,7 +73,11 @@ func validateOptions(req *pb.ChatCompletionRequest) error {
 
 // callOf reads the per-call metadata the router forwards upstream.
 func callOf(ctx context.Context) router.Call {
-	return router.Call{IdempotencyKey: validIdempotencyKey(firstMD(ctx, mdIdempotencyKey)), RequestID: requestID(ctx)}
+	call := router.Call{IdempotencyKey: validIdempotencyKey(firstMD(ctx, mdIdempotencyKey)), RequestID: requestID(ctx)}
+	if a := admissionOf(ctx); a != nil {
+		call.EstTokens = a.est // for the targets' own limits
+	}
+	return call
 }
 
 // validIdempotencyKey keeps a key of visible ASCII up to 255 characters; anything
@@ -108,6 +112,7 @@ func (s *chatService) CreateChatCompletion(ctx context.Context, req *pb.ChatComp
 	}
 	if u := resp.GetUsage(); u != nil {
 		rep.tokensIn, rep.tokensOut = int(u.GetPromptTokens()), int(u.GetCompletionTokens())
+		rep.setUsage(u)
 	}
 	return resp, nil
 }
@@ -165,6 +170,7 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 		}
 		if u := chunk.GetUsage(); u != nil {
 			rep.tokensIn, rep.tokensOut = int(u.GetPromptTokens()), int(u.GetCompletionTokens())
+			rep.setUsage(u)
 			if !wantsUsage {
 				if len(chunk.GetChoices()) == 0 {
 					continue // the usage chunk the client did not ask for
@@ -175,6 +181,7 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 		if first {
 			first = false
 			s.metrics.TimeToFirstToken(route.Provider, route.Model, time.Since(rep.start))
+			rep.firstToken()
 		}
 		if sse != nil && pender != nil {
 			sse.more = pender.Pending()
@@ -210,6 +217,7 @@ func (s *chatService) relay(ctx context.Context, rep *report, route router.Route
 		}
 		if info := c.Info; info.Usage {
 			rep.tokensIn, rep.tokensOut = info.PromptTokens, info.CompletionTokens
+			rep.setUsageJSON(c.Bytes)
 			if !wantsUsage && info.UsageOnly {
 				continue // the usage chunk the client did not ask for
 			}
@@ -217,6 +225,7 @@ func (s *chatService) relay(ctx context.Context, rep *report, route router.Route
 		if first {
 			first = false
 			s.metrics.TimeToFirstToken(route.Provider, route.Model, time.Since(rep.start))
+			rep.firstToken()
 		}
 		sse.more = pender != nil && pender.Pending()
 		switch {
@@ -269,13 +278,13 @@ func (s *chatService) incomplete(ctx context.Context, route router.Route, err er
 func (s *modelService) GetModel(_ context.Context, req *pb.GetModelRequest) (*pb.GetModelResponse, error) {
 	id := req.GetModel()
 	if _, err := s.router.VirtualModel(id); err == nil {
-		return &pb.GetModelResponse{Model: &pb.Model{Id: id, Object: "model", OwnedBy: "switchyard"}}, nil
+		return &pb.GetModelResponse{Model: &pb.Model{Id: id, Object: "model", OwnedBy: "switchyard", Mode: s.mode(id, true)}}, nil
 	}
 	route, err := s.router.Resolve(id)
 	if err != nil {
 		return nil, toStatus(s.log, err)
 	}
-	m := &pb.Model{Id: route.String(), Object: "model", OwnedBy: route.Provider}
+	m := &pb.Model{Id: route.String(), Object: "model", OwnedBy: route.Provider, Mode: s.mode(route.String(), false)}
 	for _, listed := range s.router.Models() {
 		if listed.ID == m.Id {
 			m.OwnedBy = listed.OwnedBy
@@ -289,13 +298,19 @@ type modelService struct {
 	pb.UnimplementedModelServiceServer
 	log    *slog.Logger
 	router *router.Router
+	// embeds tells embedding models (see embedsRule); nil marks none.
+	embeds func(router.Route) bool
 }
 
-func (s *modelService) ListModels(context.Context, *pb.ListModelsRequest) (*pb.ListModelsResponse, error) {
+func (s *modelService) ListModels(ctx context.Context, _ *pb.ListModelsRequest) (*pb.ListModelsResponse, error) {
 	models := s.router.Models()
 	out := &pb.ListModelsResponse{Object: "list", Data: make([]*pb.Model, 0, len(models))}
+	a := admissionOf(ctx)
 	for _, m := range models {
-		out.Data = append(out.Data, &pb.Model{Id: m.ID, Object: "model", OwnedBy: m.OwnedBy})
+		if a != nil && a.key != nil && !a.stage.allows(a.key, m.ID) {
+			continue // a virtual key sees only the models it may use
+		}
+		out.Data = append(out.Data, &pb.Model{Id: m.ID, Object: "model", OwnedBy: m.OwnedBy, Mode: s.mode(m.ID, m.OwnedBy == "switchyard")})
 	}
 	return out, nil
 }

@@ -18,7 +18,15 @@ func appendJSONString(b []byte, s string) []byte {
 // writeError writes err as an OpenAI error body with its HTTP status.
 func writeError(w http.ResponseWriter, err error) {
 	e := fromStatus(status.Convert(err))
-	h := w.Header()
+	setErrorHeaders(w.Header(), e)
+	w.WriteHeader(e.HTTPStatus)
+	_, _ = w.Write(appendErrorJSON(make([]byte, 0, 256), e))
+}
+
+// setErrorHeaders sets the headers of an error answer: Retry-After and
+// retry-after-ms when the client may retry after a wait, x-should-retry, and the
+// JSON content type.
+func setErrorHeaders(h http.Header, e openAIError) {
 	h.Del("Content-Length")
 	if ms, err := strconv.ParseInt(e.RetryAfterMS, 10, 64); err == nil && ms > 0 {
 		h.Set("Retry-After", strconv.FormatInt((ms+999)/1000, 10))
@@ -28,8 +36,6 @@ func writeError(w http.ResponseWriter, err error) {
 		h.Set("X-Should-Retry", e.ShouldRetry)
 	}
 	h.Set("Content-Type", "application/json")
-	w.WriteHeader(e.HTTPStatus)
-	_, _ = w.Write(appendErrorJSON(make([]byte, 0, 256), e))
 }
 
 // gatewayErrorHandler is grpc-gateway's error hook: every REST error, routing

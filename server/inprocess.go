@@ -18,6 +18,8 @@ type inProcess struct {
 	unary  grpc.UnaryServerInterceptor
 	stream grpc.StreamServerInterceptor
 	chat   *chatService
+	embed  *embeddingService
+	pass   *passthroughService
 }
 
 // incomingContext carries the REST headers handlers read as incoming gRPC metadata,

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"runtime/debug"
 	"strings"
@@ -16,8 +17,11 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/switchyard/switchyard/internal/codec"
+	"github.com/switchyard/switchyard/keys"
 	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/tracing"
+	"github.com/switchyard/switchyard/usage"
 )
 
 // Metadata keys Switchyard reads and writes (REST headers map onto them).
@@ -37,6 +41,9 @@ func interceptors(c chain) (grpc.UnaryServerInterceptor, grpc.StreamServerInterc
 	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
 		defer recoverInto(log, info.FullMethod, &err)
 		err = c.run(ctx, info.FullMethod, func(ctx context.Context) error {
+			if err := admitRequest(ctx, req); err != nil { // the admission stage's model steps
+				return err
+			}
 			resp, err = h(ctx, req)
 			return err
 		})
@@ -56,24 +63,37 @@ type chain struct {
 	log    *slog.Logger
 	m      *metrics.Metrics
 	tracer trace.Tracer
-	auth   authorizer
+	// adm is the admission stage: auth → key → limits.
+	adm *admissionStage
 	// drain ends calls still running at the drain deadline with shuttingDown.
 	drain *drainer
+	// ledger records each inference call's usage (nil: none); virtual tells
+	// virtual model names.
+	ledger  *usage.Ledger
+	virtual func(string) bool
 }
 
-// run gives the call its request id, server span and report, checks its key, runs
+// run gives the call its request id, server span and report, admits it (see
+// admissionStage: its key here, its model and limits once decoded), runs
 // the handler (which the drain deadline can end), then logs and measures it.
 func (c chain) run(ctx context.Context, method string, handler func(context.Context) error) error {
 	ctx = withRequestID(ctx)
 	ctx, span := startServerSpan(ctx, c.tracer, method)
 	defer span.End()
 	ctx, rep := newReport(ctx)
+	rep.attach(c.ledger, c.virtual)
 	c.m.InFlight(rep.surface, 1)
 	defer c.m.InFlight(rep.surface, -1)
-	ctx, err := c.auth.check(ctx, method)
+	ctx, adm, err := c.adm.enter(ctx, method)
+	if adm.key != nil {
+		rep.key = adm.key.ID
+	}
 	if err == nil {
 		hctx, done := c.drain.track(ctx)
-		err = handler(hctx)
+		func() {
+			defer func() { adm.end(ctx, rep.tokensIn+rep.tokensOut, err) }() // a panic too releases its slot
+			err = handler(hctx)
+		}()
 		if drained(hctx, err) {
 			err = shuttingDown()
 		}
@@ -97,6 +117,21 @@ type ctxStream struct {
 }
 
 func (s *ctxStream) Context() context.Context { return s.ctx }
+
+// RecvMsg decodes the request of a gRPC stream and runs the admission stage's
+// model steps on it (see admission_stage.go).
+func (s *ctxStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	if c, ok := m.(*codec.Capture); ok { // decodeErrorsAsInvalidArgument's wrapper
+		if c.Err != nil {
+			return nil // the wrapper reports it
+		}
+		m = c.Msg
+	}
+	return admitRequest(s.ctx, m)
+}
 
 func recoverInto(log *slog.Logger, method string, err *error) {
 	if r := recover(); r != nil {
@@ -141,7 +176,11 @@ type Keys struct {
 	Admin string
 }
 
-type authorizer struct{ keys Keys }
+type authorizer struct {
+	keys Keys
+	// virtual are the virtual keys (nil: none), accepted on inference calls.
+	virtual *keys.Registry
+}
 
 type callerKey struct{}
 
@@ -163,24 +202,34 @@ func equal(a, b string) bool {
 	return b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
-// check enforces the keys (see verify) on a call's authorization metadata and
+// check enforces the keys (see identify) on a call's authorization metadata and
 // names the caller in the returned context.
-func (a authorizer) check(ctx context.Context, method string) (context.Context, error) {
-	caller, err := a.verify(method, firstMD(ctx, mdAuthorization))
+func (a authorizer) check(ctx context.Context, method string) (context.Context, *keys.Key, error) {
+	caller, key, err := a.identify(method, firstMD(ctx, mdAuthorization))
 	if caller != "" {
 		ctx = context.WithValue(ctx, callerKey{}, caller)
 	}
-	return ctx, err
+	return ctx, key, err
 }
 
-// verify enforces the keys on an Authorization value ("Bearer <key>", the scheme
-// in any case, RFC 7235 §2.1) and returns the caller's key id. It is the one check
-// of both surfaces: the interceptor chain runs it on metadata, the REST front on
-// the header before reading a body. Inference needs the master key, admin the admin key;
-// the master key never grants admin, and the admin key grants inference only if it
-// is also the master key. Missing or wrong keys are Unauthenticated; a valid key on
-// the wrong service is PermissionDenied. Health and reflection need none.
+// verify is identify without the key: the REST front's check before the body.
 func (a authorizer) verify(method, authorization string) (string, error) {
+	caller, _, err := a.identify(method, authorization)
+	return caller, err
+}
+
+// identify enforces the keys on an Authorization value ("Bearer <key>", the
+// scheme in any case, RFC 7235 §2.1) and returns the caller's key id, and the
+// virtual key when it is one. It is the one check of both surfaces: the
+// interceptor chain runs it on metadata, the REST front on the header before
+// reading a body. Inference needs the master key or a virtual key, admin the
+// admin key; the master key never grants admin, nor does a virtual key, and the
+// admin key grants inference only if it is also the master key. Missing or wrong
+// keys are Unauthenticated (a revoked or expired virtual key too, saying so); a
+// valid key on the wrong service is PermissionDenied. Health and reflection need
+// none. A virtual key is recognised (and its limits apply) even when no master
+// key is set.
+func (a authorizer) identify(method, authorization string) (string, *keys.Key, error) {
 	var want, other, kind string
 	switch {
 	case strings.HasPrefix(method, "/switchyard.v1."):
@@ -188,21 +237,35 @@ func (a authorizer) verify(method, authorization string) (string, error) {
 	case strings.HasPrefix(method, "/switchyard.admin.v1."):
 		want, other, kind = a.keys.Admin, a.keys.Master, "admin"
 	default:
-		return "", nil
-	}
-	if want == "" {
-		return "", nil
+		return "", nil, nil
 	}
 	got, ok := bearer(authorization)
+	if ok && equal(got, want) {
+		return keyID(kind, got), nil, nil
+	}
+	if ok && a.virtual != nil && strings.HasPrefix(got, keys.SecretPrefix) {
+		k, err := a.virtual.Authenticate(got)
+		switch {
+		case errors.Is(err, keys.ErrRevoked):
+			return "", nil, status.Error(codes.Unauthenticated, "This API key has been revoked.")
+		case errors.Is(err, keys.ErrExpired):
+			return "", nil, status.Error(codes.Unauthenticated, "This API key has expired.")
+		case err == nil && kind == "admin":
+			return "", nil, status.Error(codes.PermissionDenied, "This key is valid but not allowed to call the admin API.")
+		case err == nil:
+			return k.ID, k, nil
+		}
+	}
+	if want == "" {
+		return "", nil, nil
+	}
 	switch {
 	case !ok || got == "":
-		return "", status.Error(codes.Unauthenticated, "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.")
-	case equal(got, want):
-		return keyID(kind, got), nil
+		return "", nil, status.Error(codes.Unauthenticated, "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.")
 	case equal(got, other):
-		return "", status.Errorf(codes.PermissionDenied, "This key is valid but not allowed to call the %s API.", serviceName(kind))
+		return "", nil, status.Errorf(codes.PermissionDenied, "This key is valid but not allowed to call the %s API.", serviceName(kind))
 	}
-	return "", status.Error(codes.Unauthenticated, "Incorrect API key provided.")
+	return "", nil, status.Error(codes.Unauthenticated, "Incorrect API key provided.")
 }
 
 // bearer reads the token of a Bearer credential; the scheme is case-insensitive

@@ -49,9 +49,12 @@ type report struct {
 	model     string       // as asked
 	target    router.Route // that answered (or failed last)
 	stream    bool
+	op        string // the endpoint kind in spans: "" is chat
+	key       string // the virtual key's id ("" for the master key or none)
 	trace     router.Trace
 	tokensIn  int
 	tokensOut int
+	usage     reportUsage // the usage ledger's part (server/usage.go)
 }
 
 type reportKey struct{}
@@ -85,6 +88,7 @@ func (r *report) finish(ctx context.Context, log *slog.Logger, m *metrics.Metric
 		httpStatus = fromStatus(status.Convert(err)).HTTPStatus
 	}
 	m.Request(r.surface, endpoint, r.target.Provider, r.target.Model, httpStatus, r.stream, latency)
+	r.record(ctx, method, httpStatus, err, latency)
 	if r.tokensIn+r.tokensOut > 0 {
 		m.Tokens(r.target.Provider, r.target.Model, r.tokensIn, r.tokensOut)
 	}
@@ -99,6 +103,9 @@ func (r *report) finish(ctx context.Context, log *slog.Logger, m *metrics.Metric
 		attrs = append(attrs, slog.String("model", r.model), slog.Bool("stream", r.stream),
 			slog.Int64("attempts", r.trace.Attempts), slog.Int("failovers", r.trace.Failovers),
 			slog.Bool("hedged", r.trace.Hedged), slog.Int("prompt_tokens", r.tokensIn), slog.Int("completion_tokens", r.tokensOut))
+	}
+	if r.key != "" {
+		attrs = append(attrs, slog.String("key", r.key))
 	}
 	if r.target.Provider != "" {
 		attrs = append(attrs, slog.String("target", r.target.String()))
@@ -122,8 +129,11 @@ func (r *report) annotate(span trace.Span, err error) {
 		return
 	}
 	span.SetAttributes(attribute.String("switchyard.surface", r.surface), attribute.String("switchyard.request_id", r.id))
+	if r.key != "" {
+		span.SetAttributes(attribute.String("switchyard.key_id", r.key))
+	}
 	if r.model != "" {
-		span.SetAttributes(attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.request.model", r.model),
+		span.SetAttributes(attribute.String("gen_ai.operation.name", orDefault(r.op, "chat")), attribute.String("gen_ai.request.model", r.model),
 			attribute.Bool("switchyard.stream", r.stream), attribute.Int64("switchyard.attempts", r.trace.Attempts),
 			attribute.Int("switchyard.failovers", r.trace.Failovers),
 			attribute.Int("gen_ai.usage.input_tokens", r.tokensIn), attribute.Int("gen_ai.usage.output_tokens", r.tokensOut))

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -82,6 +83,11 @@ func outgoingHeader(key string) (string, bool) {
 		return "X-Switchyard-Target", true
 	case mdRequestID:
 		return "X-Request-Id", true
+	case mdLimitRequests, mdLimitTokens, mdRemainingRequests, mdRemainingTokens, mdResetRequests, mdResetTokens:
+		return key, true // the rate limit headers, named as OpenAI names them
+	}
+	if name, ok := usageHeaders[key]; ok { // the usage ledger's (server/usage.go)
+		return name, true
 	}
 	return "", false
 }
@@ -109,6 +115,11 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/metrics":
 		f.opt.metrics.ServeHTTP(w, r)
 		return
+	case "/v1/messages", "/v1/messages/count_tokens":
+		if r.Method == http.MethodPost {
+			f.messages(w, r) // Anthropic-shaped clients (messages.go)
+			return
+		}
 	case "/v1/chat/completions":
 		if r.Method == http.MethodPost {
 			// Stream or not is in the body: the refusal is logged as CreateChatCompletion.
@@ -117,8 +128,19 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
+	case "/v1/embeddings":
+		if r.Method == http.MethodPost {
+			if f.authorized(w, r, pb.EmbeddingService_CreateEmbeddings_FullMethodName) {
+				f.embeddings(w, r)
+			}
+			return
+		}
 	}
-	if method, ok := adminBodyRoutes[r.Method+" "+r.URL.Path]; ok && !f.authorized(w, r, method) {
+	if strings.HasPrefix(r.URL.Path, passthroughPrefix) {
+		f.passthrough(w, r)
+		return
+	}
+	if method, ok := adminBodyRoute(r.Method, r.URL.Path); ok && !f.authorized(w, r, method) {
 		return
 	}
 	if r.Body != nil && r.Body != http.NoBody {
@@ -162,23 +184,32 @@ func (f *front) chatCompletions(w http.ResponseWriter, r *http.Request) {
 // readBody reads a request body within max_body_bytes and the read deadline; when
 // it cannot, it answers (413, 408 and close, or 400) and returns false.
 func (f *front) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := f.bodyOf(w, r)
+	if err != nil {
+		writeError(w, err)
+		return nil, false
+	}
+	return body, true
+}
+
+// bodyOf is readBody's read: the error is the answer to give (a 408 also closes
+// the connection).
+func (f *front) bodyOf(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := readAll(http.MaxBytesReader(w, r.Body, f.opt.maxBodyBytes), r.ContentLength)
 	if err == nil {
-		return body, true
+		return body, nil
 	}
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		w.Header().Set("Connection", "close")
-		writeError(w, statusOf(apiError{httpStatus: http.StatusRequestTimeout, errType: "invalid_request_error",
-			code: "request_timeout", message: "the request was not received within " + f.opt.readTimeout.String()}))
+		return nil, statusOf(apiError{httpStatus: http.StatusRequestTimeout, errType: "invalid_request_error",
+			code: "request_timeout", message: "the request was not received within " + f.opt.readTimeout.String()})
 	case errors.As(err, &tooBig):
-		writeError(w, statusOf(apiError{httpStatus: http.StatusRequestEntityTooLarge, errType: "invalid_request_error",
-			code: "request_too_large", message: "request body is larger than the limit of " + humanBytes(f.opt.maxBodyBytes)}))
-	default:
-		writeError(w, status.Error(codes.InvalidArgument, "could not read the request body"))
+		return nil, statusOf(apiError{httpStatus: http.StatusRequestEntityTooLarge, errType: "invalid_request_error",
+			code: "request_too_large", message: "request body is larger than the limit of " + humanBytes(f.opt.maxBodyBytes)})
 	}
-	return nil, false
+	return nil, status.Error(codes.InvalidArgument, "could not read the request body")
 }
 
 // maxBodyHint caps the buffer a request's Content-Length makes readAll allocate

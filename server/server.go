@@ -28,9 +28,12 @@ import (
 	adminpb "github.com/switchyard/switchyard/gen/switchyard/admin/v1"
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/internal/codec"
+	"github.com/switchyard/switchyard/keys"
+	"github.com/switchyard/switchyard/limits"
 	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/tracing"
+	"github.com/switchyard/switchyard/usage"
 )
 
 // Config is what a Server needs.
@@ -41,6 +44,19 @@ type Config struct {
 	Router *router.Router
 	// Keys are the bearer tokens calls must carry.
 	Keys Keys
+	// VirtualKeys are the virtual keys inference calls may carry instead of the
+	// master key; nil: none. The admin API's key RPCs manage them.
+	VirtualKeys *keys.Registry
+	// Limiter enforces virtual keys' limits; nil: not enforced.
+	Limiter *limits.Limiter
+	// KeyMetrics counts requests per virtual key (label: the key's id).
+	KeyMetrics bool
+	// KeyBudget, when set, is asked before a virtual key's call is admitted; an
+	// error (a status) refuses the call (the usage ledger's budgets).
+	KeyBudget func(context.Context, keys.Key) error
+	// Ledger records every inference call's usage and cost (nil: none); with its
+	// running spend and no KeyBudget, it enforces virtual keys' budget_usd.
+	Ledger *usage.Ledger
 	// MaxBodyBytes limits REST request bodies.
 	MaxBodyBytes int64
 	// DrainTimeout is the drain deadline for in-flight calls.
@@ -52,6 +68,9 @@ type Config struct {
 	PersistVirtualModels func([]config.VirtualModel) error
 	// Providers describes each provider for the admin API (no secrets).
 	Providers map[string]ProviderInfo
+	// Targets are the router's targets (providers with their guards), for
+	// passthrough (/p/{provider}/...) and for /v1/models to tell embedding models.
+	Targets []router.Target
 	// Tracer makes the server spans; nil traces nothing.
 	Tracer trace.Tracer
 	// Metrics receives request metrics and serves /metrics; nil makes a private one.
@@ -67,6 +86,17 @@ type Config struct {
 	// IdleTimeout closes REST keep-alive connections and gRPC connections that carry
 	// no request for this long. Zero: 2 minutes (REST), unbounded (gRPC).
 	IdleTimeout time.Duration
+	// MaxConnectionAge sends a gRPC connection GOAWAY after it has lived this long
+	// (grpc-go adds ±10 % jitter), so that clients holding one connection for hours
+	// rebalance across replicas; MaxConnectionAgeGrace then bounds the calls still on
+	// it. Zero: unbounded (no forced reconnect).
+	MaxConnectionAge, MaxConnectionAgeGrace time.Duration
+	// Breakers shares admin breaker trips and resets with the other replicas
+	// (nil: this replica only).
+	Breakers BreakerSync
+	// SharedReady is the shared state's readiness, added to the server's own
+	// (nil: embedded mode, nothing to add).
+	SharedReady func() (bool, string)
 }
 
 // headerTimeout bounds reading a REST request's headers (slowloris).
@@ -110,15 +140,30 @@ func New(cfg Config) (*Server, error) {
 		cfg.Tracer = tracing.Noop().Tracer(tracing.Name)
 	}
 	drain := newDrainer()
-	auth := authorizer{keys: cfg.Keys}
-	unary, stream := interceptors(chain{log: cfg.Log, m: cfg.Metrics, tracer: cfg.Tracer, auth: auth, drain: drain})
+	auth := authorizer{keys: cfg.Keys, virtual: cfg.VirtualKeys}
+	if cfg.KeyBudget == nil && cfg.Ledger.Spend() != nil {
+		cfg.KeyBudget = budgetCheck(cfg.Ledger.Spend())
+	}
+	adm := &admissionStage{log: cfg.Log, auth: auth, router: cfg.Router, limiter: cfg.Limiter, budget: cfg.KeyBudget}
+	if cfg.VirtualKeys != nil && cfg.KeyMetrics {
+		adm.keyM = metrics.NewKeyMetrics(cfg.Metrics)
+	}
+	unary, stream := interceptors(chain{log: cfg.Log, m: cfg.Metrics, tracer: cfg.Tracer, adm: adm, drain: drain,
+		ledger: cfg.Ledger, virtual: isVirtual(cfg.Router)})
 	chat := &chatService{log: cfg.Log, router: cfg.Router, metrics: cfg.Metrics, writeTimeout: cfg.WriteTimeout}
-	models := &modelService{log: cfg.Log, router: cfg.Router}
+	targets := map[string]router.Target{}
+	for _, t := range cfg.Targets {
+		targets[t.Provider.Name()] = t
+	}
+	models := &modelService{log: cfg.Log, router: cfg.Router, embeds: embedsRule(targets, cfg.Providers)}
+	embed := &embeddingService{log: cfg.Log, router: cfg.Router, providers: cfg.Providers}
+	pass := &passthroughService{log: cfg.Log, targets: targets, providers: cfg.Providers, writeTimeout: cfg.WriteTimeout}
 	admin := &adminService{log: cfg.Log, router: cfg.Router, failover: cfg.Failover,
-		persist: cfg.PersistVirtualModels, providers: cfg.Providers}
+		persist: cfg.PersistVirtualModels, providers: cfg.Providers, breakers: cfg.Breakers, keys: cfg.VirtualKeys, ledger: cfg.Ledger}
 	register := func(gs *grpc.Server) {
 		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.ChatService_ServiceDesc), chat)
 		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.ModelService_ServiceDesc), models)
+		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.EmbeddingService_ServiceDesc), embed)
 		gs.RegisterService(decodeErrorsAsInvalidArgument(&adminpb.AdminService_ServiceDesc), admin)
 	}
 	// Both servers: the chain; protobuf as always, encoded by generated code instead
@@ -128,7 +173,8 @@ func New(cfg Config) (*Server, error) {
 	gs := grpc.NewServer(slices.Concat(opts, []grpc.ServerOption{
 		// Clients (ours included) ping every 30s; allow it, instead of answering too_many_pings.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout,
+			MaxConnectionAge: cfg.MaxConnectionAge, MaxConnectionAgeGrace: cfg.MaxConnectionAgeGrace}),
 		// Measured with the load harness: reusing stream goroutines and sharing write
 		// buffers between connections makes gRPC calls cheaper.
 		grpc.NumStreamWorkers(streamWorkers)})...)
@@ -148,8 +194,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.conn = conn
-	handler, err := newREST(context.Background(), conn, restOptions{in: inProcess{unary: unary, stream: stream, chat: chat}, auth: auth, metrics: cfg.Metrics.Handler(),
-		writeTimeout: cfg.WriteTimeout, readTimeout: cfg.ReadTimeout, log: cfg.Log, maxBodyBytes: cfg.MaxBodyBytes, ready: s.readiness})
+	handler, err := newREST(context.Background(), conn, restOptions{in: inProcess{unary: unary, stream: stream, chat: chat, embed: embed, pass: pass}, auth: auth, metrics: cfg.Metrics.Handler(),
+		writeTimeout: cfg.WriteTimeout, readTimeout: cfg.ReadTimeout, log: cfg.Log, maxBodyBytes: cfg.MaxBodyBytes, ready: readyWith(s.readiness, cfg.SharedReady)})
 	if err != nil {
 		return nil, err
 	}

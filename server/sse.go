@@ -106,6 +106,9 @@ func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompl
 	ss.ctx = context.WithValue(grpc.NewContextWithServerTransportStream(incomingContext(r), sink), sseKey{}, ss)
 	info := &grpc.StreamServerInfo{FullMethod: sink.method, IsServerStream: true}
 	err := f.in.stream(f.in.chat, ss, info, func(_ any, stream grpc.ServerStream) error {
+		if err := admitRequest(stream.Context(), req); err != nil { // decoded by the front, not by RecvMsg
+			return err
+		}
 		return f.in.chat.StreamChatCompletion(req,
 			&grpc.GenericServerStream[pb.ChatCompletionRequest, pb.ChatCompletionChunk]{ServerStream: stream})
 	})

@@ -76,13 +76,20 @@ func (s *VirtualModels) Save(vms []config.VirtualModel) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(s.path)
-	tmp, err := os.CreateTemp(dir, ".virtual_models-*.yaml")
+	return WriteFile(s.path, append([]byte("# Virtual models created through the admin API. Written by Switchyard.\n"), data...))
+}
+
+// WriteFile replaces path's contents with data atomically and durably, as the
+// package doc describes: a temporary file beside it (mode 0600), fsynced, renamed
+// over path, then the directory fsynced. Other stores in the data directory use it too.
+func WriteFile(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(append([]byte("# Virtual models created through the admin API. Written by Switchyard.\n"), data...)); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return err
 	}
@@ -93,7 +100,7 @@ func (s *VirtualModels) Save(vms []config.VirtualModel) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), s.path); err != nil {
+	if err := os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
 	d, err := os.Open(dir)

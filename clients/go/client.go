@@ -4,6 +4,14 @@
 //	c, err := switchyard.Dial(ctx, "localhost:9090", switchyard.WithInsecure(), switchyard.WithKey(key))
 //	resp, err := c.Chat(ctx, &pb.ChatCompletionRequest{Model: "sim-1", Messages: []*pb.ChatMessage{switchyard.User("hi")}})
 //	for chunk, err := range c.Stream(ctx, req) { ... }
+//
+// Several replicas: Dial resolves the target through DNS (a bare "host:port" is
+// "dns:///host:port") and spreads calls over every address it returns with the
+// round_robin policy, re-resolving when a connection ends. Behind a Kubernetes
+// headless service (clusterIP: None) the name resolves to every ready pod, so
+// point Dial at "dns:///switchyard-headless.NAMESPACE.svc.cluster.local:9090"; the
+// server's max_connection_age makes long-lived clients reconnect and pick up new
+// pods. WithLoadBalancing("pick_first") keeps one connection instead.
 package switchyard
 
 import (
@@ -41,7 +49,16 @@ type options struct {
 	tls      *tls.Config
 	insecure bool
 	dial     []grpc.DialOption
+	balancer string
 }
+
+// DefaultLoadBalancing is the gRPC load-balancing policy Dial uses: one connection
+// per resolved address, calls spread over the ready ones.
+const DefaultLoadBalancing = "round_robin"
+
+// WithLoadBalancing sets the gRPC load-balancing policy ("round_robin",
+// "pick_first"); the default is DefaultLoadBalancing.
+func WithLoadBalancing(policy string) Option { return func(o *options) { o.balancer = policy } }
 
 // Option configures Dial.
 type Option func(*options)
@@ -76,14 +93,16 @@ func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]strin
 
 func (b bearer) RequireTransportSecurity() bool { return b.secure }
 
-// Dial connects to target (host:port). Connections are made lazily; the first
-// call reports an unreachable server.
+// Dial connects to target (host:port, or a gRPC target URI such as
+// "dns:///name:port"; a bare host:port is resolved through DNS). Connections are
+// made lazily; the first call reports an unreachable server.
 func Dial(_ context.Context, target string, opts ...Option) (*Client, error) {
-	var o options
+	o := options{balancer: DefaultLoadBalancing}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	dial := []grpc.DialOption{
+		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"` + o.balancer + `":{}}]}`),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		// Switchyard's codec: the same protobuf bytes, encoded without reflection.
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.ForceCodecV2(codec.Codec{})),

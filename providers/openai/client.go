@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,15 +24,12 @@ import (
 	"github.com/switchyard/switchyard/tracing"
 )
 
-// MaxResponseBytes bounds what Switchyard reads of one upstream answer: a
-// non-stream body, or one stream event. It is twice the default request body
-// limit (server.max_body_bytes); a larger answer is unreadable (502), so a
-// hostile or broken upstream cannot make the gateway buffer without end.
-const MaxResponseBytes = 16 << 20
+// MaxResponseBytes bounds what Switchyard reads of one upstream answer (see
+// providers.MaxResponseBytes).
+const MaxResponseBytes = providers.MaxResponseBytes
 
-// maxErrorBytes bounds what is read of an error status's body (only its message
-// is kept, and at most 512 bytes of a body that has none).
-const maxErrorBytes = 1 << 20
+// maxErrorBytes bounds what is read of an error status's body.
+const maxErrorBytes = providers.MaxErrorBytes
 
 // Config is what a Client needs.
 type Config struct {
@@ -192,42 +188,16 @@ func (c *Client) newRequest(ctx context.Context, method, url string, body []byte
 	return hr, nil
 }
 
-// transportError wraps a failure to get an answer.
+// transportError wraps a failure to get an answer (see providers.TransportError).
 func (c *Client) transportError(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		switch cause := context.Cause(ctx); {
-		case errors.Is(cause, errAttemptTimeout):
-			return &providers.Error{Provider: c.name, Status: http.StatusGatewayTimeout, Timeout: true,
-				Message: fmt.Sprintf("provider %s did not answer within %s", c.name, c.cfg.Timeout), Err: err}
-		case errors.Is(cause, errFirstToken):
-			return &providers.Error{Provider: c.name, Status: http.StatusGatewayTimeout, Timeout: true, FirstToken: true,
-				Code: "timeout", Err: err,
-				Message: fmt.Sprintf("provider %s sent no content within %s (first_token_timeout)", c.name, c.cfg.FirstTokenTimeout)}
-		}
-		return ctx.Err()
+	e := providers.TransportError(ctx, c.name, c.timeouts(), err)
+	if pe, ok := e.(*providers.Error); ok {
+		c.redact(pe) // the cause may quote the upstream's bytes
 	}
-	var ne net.Error
-	timeout := errors.As(err, &ne) && ne.Timeout()
-	e := &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Transport: !timeout, Timeout: timeout, Err: err,
-		Message: fmt.Sprintf("provider %s is unreachable: %v", c.name, rootCause(err))}
-	if timeout {
-		e.Status = http.StatusGatewayTimeout
-		e.Message = fmt.Sprintf("provider %s timed out: %v", c.name, rootCause(err))
-	}
-	return c.redact(e) // the cause may quote the upstream's bytes
+	return e
 }
 
-var errAttemptTimeout = errors.New("attempt timeout")
-
-func rootCause(err error) error {
-	for {
-		u := errors.Unwrap(err)
-		if u == nil {
-			return err
-		}
-		err = u
-	}
-}
+var errAttemptTimeout = providers.ErrAttemptTimeout
 
 // Chat sends a non-stream chat completion.
 func (c *Client) Chat(ctx context.Context, req *providers.Request) (*pb.ChatCompletion, error) {

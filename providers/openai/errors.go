@@ -3,10 +3,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,11 +49,7 @@ func (c *Client) parseError(status int, h http.Header, body []byte) *providers.E
 func (c *Client) authFailure(e *providers.Error) {
 	c.log.Error("the provider refused Switchyard's credentials: check its api_key", "provider", c.name,
 		"status", e.Status, "error", c.redactString(e.Message))
-	e.Message = fmt.Sprintf("provider %s refused Switchyard's credentials (upstream %d %s): %s",
-		c.name, e.Status, http.StatusText(e.Status), e.Message)
-	e.Answered, e.Status = e.Status, http.StatusBadGateway
-	e.Type, e.Code, e.Param = "server_error", "upstream_authentication_failed", ""
-	e.Kind = providers.KindUpstreamAuth
+	providers.RefusedCredentials(e)
 }
 
 // fillError copies message, type, param and code from an error body into e. It
@@ -133,51 +126,21 @@ func looksLikeError(body []byte) bool {
 	return len(probe.Error) > 0 && string(probe.Error) != "null" && len(probe.Choices) == 0
 }
 
-// minSecret is the shortest secret redacted: shorter strings would mangle
-// ordinary words of a message and are no credential worth the name.
-const minSecret = 8
-
 // secretsOf lists what an upstream might echo that must never leave the
-// process: the API key, the configured header values (Azure's api-key, ...) and
-// the base URL's userinfo password.
+// process (see providers.SecretsOf).
 func secretsOf(cfg Config) []string {
-	var out []string
-	add := func(s string) {
-		if len(s) >= minSecret && !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	add(cfg.APIKey)
+	keys := []string{cfg.APIKey}
 	if cfg.Azure != nil {
-		add(cfg.Azure.BearerToken)
+		keys = append(keys, cfg.Azure.BearerToken)
 	}
-	for _, v := range cfg.Headers {
-		add(v)
-	}
-	if u, err := url.Parse(cfg.BaseURL); err == nil && u.User != nil {
-		p, _ := u.User.Password()
-		add(p)
-		add(u.User.String())
-	}
-	// Longest first, so that a secret containing another goes whole.
-	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
-	return out
+	return providers.SecretsOf(cfg.BaseURL, cfg.Headers, keys...)
 }
 
 // redact removes every secret from every string of e a client can see (message,
 // type, code, param: the REST body, the gRPC status message and its ErrorInfo
 // reason and metadata are all made of these). Keys never leave the process.
 func (c *Client) redact(e *providers.Error) *providers.Error {
-	e.Message = c.redactString(e.Message)
-	e.Type = c.redactString(e.Type)
-	e.Code = c.redactString(e.Code)
-	e.Param = c.redactString(e.Param)
-	return e
+	return providers.Secrets(c.secrets).Redact(e)
 }
 
-func (c *Client) redactString(s string) string {
-	for _, k := range c.secrets {
-		s = strings.ReplaceAll(s, k, "[redacted]")
-	}
-	return s
-}
+func (c *Client) redactString(s string) string { return providers.Secrets(c.secrets).String(s) }

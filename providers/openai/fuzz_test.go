@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/switchyard/switchyard/providers"
+	"github.com/switchyard/switchyard/providers/sse"
 )
 
 // FuzzStream feeds arbitrary bytes to the SSE stream reader: it must never panic
@@ -28,8 +29,8 @@ func FuzzStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		defer cancel(nil)
-		s := &stream{c: &Client{name: "fuzz"}, ctx: ctx, cancel: cancel, model: "m",
-			body: io.NopCloser(bytes.NewReader(data)), events: eventReader{rd: bufio.NewReaderSize(bytes.NewReader(data), 16)}}
+		s := newStream(&Client{name: "fuzz"}, sse.NewConnReader(ctx, cancel, io.NopCloser(bytes.NewReader(data)),
+			sse.Buffered(bufio.NewReaderSize(bytes.NewReader(data), 16))), "m", 0)
 		err := s.readFirst()
 		if err != nil {
 			var pe *providers.Error
@@ -107,8 +108,8 @@ func FuzzRecvAndNextRawAgree(f *testing.F) {
 func readAll(t *testing.T, n int, data []byte, raw bool) (int, error) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	s := &stream{c: &Client{name: "fuzz"}, ctx: ctx, cancel: cancel, model: "m", choices: n,
-		body: io.NopCloser(bytes.NewReader(data)), events: eventReader{rd: bufio.NewReaderSize(bytes.NewReader(data), 16)}}
+	s := newStream(&Client{name: "fuzz"}, sse.NewConnReader(ctx, cancel, io.NopCloser(bytes.NewReader(data)),
+		sse.Buffered(bufio.NewReaderSize(bytes.NewReader(data), 16))), "m", n)
 	if err := s.readFirst(); err != nil {
 		return 0, err
 	}

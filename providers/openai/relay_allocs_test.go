@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/switchyard/switchyard/providers/sse"
 )
 
 // TestNextRawAllocatesNothingForChoiceZero: the REST relay's per-chunk path reads
@@ -31,8 +33,8 @@ func TestNextRawAllocatesNothingForChoiceZero(t *testing.T) {
 			data := []byte(open + strings.Repeat(tc.event, runs+2))
 			ctx, cancel := context.WithCancelCause(context.Background())
 			defer cancel(nil)
-			s := &stream{c: &Client{name: "allocs"}, ctx: ctx, cancel: cancel, model: "m", choices: 1,
-				body: io.NopCloser(bytes.NewReader(nil)), events: eventReader{rd: bufio.NewReaderSize(bytes.NewReader(data), 32<<10)}}
+			s := newStream(&Client{name: "allocs"}, sse.NewConnReader(ctx, cancel, io.NopCloser(bytes.NewReader(nil)),
+				sse.Buffered(bufio.NewReaderSize(bytes.NewReader(data), 32<<10))), "m", 1)
 			if err := s.readFirst(); err != nil {
 				t.Fatal(err)
 			}

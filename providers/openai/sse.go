@@ -3,29 +3,20 @@ package openai
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
-	"time"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/openaijson"
 	"github.com/switchyard/switchyard/providers"
+	"github.com/switchyard/switchyard/providers/sse"
 )
 
-var (
-	errIdle       = errors.New("stream idle timeout")
-	errFirstToken = errors.New("stream first token timeout")
-	// errEventTooLarge is an event longer than MaxResponseBytes.
-	errEventTooLarge = fmt.Errorf("a stream event larger than the %d MiB Switchyard reads", MaxResponseBytes>>20)
-)
+// errFirstToken is the first-token deadline's cancel cause (transportError reads it).
+var errFirstToken = providers.ErrFirstToken
 
-// maxHeld bounds the events without content held before the first one with
-// content; past it the stream begins anyway (the first-token timer still bounds
-// the wait, this bounds the memory).
-const maxHeld = 64
+var doneMarker = []byte("[DONE]")
 
 // Stream sends a streaming chat completion and waits for its first event that
 // carries content; events before it (a role-only chunk) are held and delivered
@@ -42,13 +33,10 @@ func (c *Client) Stream(ctx context.Context, req *providers.Request) (providers.
 	// bounded: an upstream that answers headers, or a role chunk, and then nothing
 	// must not hold the client until its own deadline. It fails as a first-token
 	// timeout, before any byte reached the client, and is retried.
-	var firstTimer *time.Timer
-	if d := c.cfg.FirstTokenTimeout; d > 0 {
-		firstTimer = time.AfterFunc(d, func() { cancel(errFirstToken) })
-	}
+	deadline := sse.StartDeadline(c.cfg.FirstTokenTimeout, cancel)
 	resp, err := c.http.Do(hr)
 	if err != nil {
-		stopTimer(firstTimer)
+		deadline.Stop()
 		err = c.transportError(sctx, err) // before cancel: it reads why sctx ended
 		cancel(nil)
 		return nil, err
@@ -56,43 +44,40 @@ func (c *Client) Stream(ctx context.Context, req *providers.Request) (providers.
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
 		resp.Body.Close()
-		stopTimer(firstTimer)
+		deadline.Stop()
 		cancel(nil)
 		return nil, c.parseError(resp.StatusCode, resp.Header, body)
 	}
-	s := &stream{c: c, body: resp.Body, cancel: cancel, ctx: sctx, model: req.Model,
-		events: eventReader{rd: newReader(resp.Body)}, choices: int(max(1, req.Body.GetN()))}
+	s := newStream(c, sse.NewConn(sctx, cancel, resp.Body), req.Model, int(max(1, req.Body.GetN())))
 	err = s.readFirst()
-	if err == nil && !stopTimer(firstTimer) {
+	if err == nil && !deadline.Stop() {
 		// The first content and the timeout crossed: the context is cancelled.
-		err = c.transportError(sctx, context.Cause(sctx))
+		err = s.conn.Crossed(c.timeouts())
 	}
 	if err != nil {
-		stopTimer(firstTimer)
+		deadline.Stop()
 		s.Close()
 		return nil, err
 	}
-	if idle := c.cfg.StreamIdleTimeout; idle > 0 {
-		s.idle = idle
-		s.timer = time.AfterFunc(time.Hour, func() { cancel(errIdle) })
-		s.timer.Stop()
-	}
+	s.conn.StartIdle(c.cfg.StreamIdleTimeout)
 	return s, nil
 }
 
-// stopTimer stops t, if any, and reports whether it had not fired.
-func stopTimer(t *time.Timer) bool { return t == nil || t.Stop() }
+// newStream reads conn as a stream of n choices of model.
+func newStream(c *Client, conn *sse.Conn, model string, n int) *stream {
+	conn.Provider, conn.Secrets = c.name, providers.Secrets(c.secrets)
+	return &stream{c: c, conn: conn, model: model, choices: n}
+}
+
+// timeouts are the bounds transport errors name.
+func (c *Client) timeouts() providers.Timeouts {
+	return providers.Timeouts{Attempt: c.cfg.Timeout, FirstToken: c.cfg.FirstTokenTimeout}
+}
 
 type stream struct {
-	c      *Client
-	ctx    context.Context
-	body   io.ReadCloser
-	cancel context.CancelCauseFunc
-	events eventReader
-	model  string
-
-	idle  time.Duration
-	timer *time.Timer
+	c     *Client
+	conn  *sse.Conn
+	model string
 
 	// held are the events read while waiting for the first content (role-only
 	// chunks, then the first with content), delivered before any further read.
@@ -102,8 +87,6 @@ type stream struct {
 	choices  int
 	ended    map[int32]bool
 	finished bool // every choice carried finish_reason
-	done     bool
-	closeMu  sync.Once
 }
 
 // heldChunk is an event read before the stream was handed on: decoded, and as sent.
@@ -112,26 +95,19 @@ type heldChunk struct {
 	raw   []byte
 }
 
-// readFirst reads up to the first event that carries content (see hasContent),
+// readFirst reads up to the first event that carries content (see providers.HasContent),
 // holding every event before it. Errors here are plain errors with a status: no
 // byte has reached the client, so the attempt can be retried. A stream that ends
 // with nothing but role-only chunks is an empty stream.
 func (s *stream) readFirst() error {
 	for {
-		data, err := s.events.next()
+		ev, err := s.conn.First(s.c.timeouts())
 		if err != nil {
-			switch {
-			case s.ctx.Err() != nil:
-				return s.c.transportError(s.ctx, err)
-			case errors.Is(err, errEventTooLarge):
-				return s.c.unreadable("sent an unreadable stream event", err)
-			case errors.Is(err, io.EOF):
-				return s.empty()
-			}
-			return s.c.transportError(s.ctx, err)
+			return err
 		}
+		data := ev.Data
 		if bytes.Equal(data, doneMarker) {
-			return s.empty()
+			return sse.Empty(s.c.name)
 		}
 		if e := s.c.hiddenError(data); e != nil {
 			return e
@@ -141,36 +117,10 @@ func (s *stream) readFirst() error {
 			return s.c.unreadable("sent an unreadable stream event", err)
 		}
 		s.held = append(s.held, heldChunk{chunk: chunk, raw: append([]byte(nil), data...)})
-		if hasContent(chunk) || len(s.held) >= maxHeld {
+		if providers.HasContent(chunk) || len(s.held) >= sse.MaxHeld {
 			return nil
 		}
 	}
-}
-
-func (s *stream) empty() error {
-	return &providers.Error{Provider: s.c.name, Status: http.StatusBadGateway, Err: providers.ErrEmptyResponse,
-		Message: "provider returned an empty stream", Code: "empty_response", Kind: providers.KindEmptyStream}
-}
-
-// reasoningKeys are the delta members upstreams stream reasoning in.
-var reasoningKeys = []string{"reasoning_content", "reasoning"}
-
-// hasContent reports whether chunk starts the answer: text, reasoning, a refusal,
-// a tool-call delta, or a finish (an empty answer is an answer). A role-only
-// chunk, or one without choices, does not.
-func hasContent(chunk *pb.ChatCompletionChunk) bool {
-	for _, ch := range chunk.GetChoices() {
-		d := ch.GetDelta()
-		if d.GetContent() != "" || d.GetRefusal() != "" || len(d.GetToolCalls()) > 0 || ch.GetFinishReason() != "" {
-			return true
-		}
-		for _, k := range reasoningKeys {
-			if v := d.GetExtra().GetFields()[k]; v != nil && v.GetStringValue() != "" {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func (s *stream) decode(data []byte) (*pb.ChatCompletionChunk, error) {
@@ -220,16 +170,10 @@ func (s *stream) track(chunk *pb.ChatCompletionChunk) {
 // both ask it, so the two give one verdict.
 func loneChoiceZero(n int, nonZero bool) bool { return n <= 1 && !nonZero }
 
-func (s *stream) incomplete(kind, reason string) error {
-	s.done = true
-	s.Close()
-	return &providers.StreamError{Provider: s.c.name, Kind: kind, Reason: s.c.redactString(reason)}
-}
-
 // malformed ends the stream on a chunk that does not decode: the chunk is never
 // passed on, in part or whole.
 func (s *stream) malformed(err error) error {
-	return s.incomplete(providers.StreamMalformedChunk, fmt.Sprintf("the provider sent an unreadable chunk: %v", err))
+	return s.conn.Incomplete(providers.StreamMalformedChunk, fmt.Sprintf("the provider sent an unreadable chunk: %v", err))
 }
 
 // Recv returns the next chunk, io.EOF after the final event.
@@ -293,64 +237,26 @@ func (s *stream) NextRaw() (providers.RawChunk, error) {
 // nextEvent reads the next data event after the first: io.EOF after the final
 // event, a StreamError when the stream stops before it.
 func (s *stream) nextEvent() ([]byte, error) {
-	if s.done {
-		return nil, io.EOF
-	}
-	if s.timer != nil {
-		s.timer.Reset(s.idle)
-	}
-	data, err := s.events.next()
-	if s.timer != nil {
-		s.timer.Stop()
-	}
+	ev, err := s.conn.Next(s.finished)
 	if err != nil {
-		if cause := context.Cause(s.ctx); errors.Is(cause, errIdle) {
-			return nil, s.incomplete(providers.StreamStalled, fmt.Sprintf("no data from the provider for %s", s.idle))
-		}
-		if ctxErr := s.ctx.Err(); ctxErr != nil {
-			s.done = true
-			s.Close()
-			return nil, ctxErr
-		}
-		if s.finished && errors.Is(err, io.EOF) {
-			s.done = true
-			s.Close()
-			return nil, io.EOF
-		}
-		if errors.Is(err, errEventTooLarge) {
-			return nil, s.malformed(err)
-		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, s.incomplete(providers.StreamClosedEarly, "the connection closed before the final event")
-		}
-		return nil, s.incomplete(providers.StreamReadError, fmt.Sprintf("reading the stream failed: %v", rootCause(err)))
+		return nil, err
 	}
+	data := ev.Data
 	if bytes.Equal(data, doneMarker) {
 		if !s.finished {
-			return nil, s.incomplete(providers.StreamNoFinishReason, "the stream ended without a finish_reason")
+			return nil, s.conn.Incomplete(providers.StreamNoFinishReason, "the stream ended without a finish_reason")
 		}
-		s.done = true
-		s.Close()
+		s.conn.End()
 		return nil, io.EOF
 	}
 	if e := s.c.hiddenError(data); e != nil {
-		return nil, s.incomplete(providers.StreamErrorEvent, fmt.Sprintf("the provider sent an error mid-stream: %s", e.Message))
+		return nil, s.conn.Incomplete(providers.StreamErrorEvent, fmt.Sprintf("the provider sent an error mid-stream: %s", e.Message))
 	}
 	return data, nil
 }
 
 // Pending reports whether the next Recv can return without waiting for the upstream.
-func (s *stream) Pending() bool { return len(s.held) > 0 || (!s.done && s.events.pending()) }
+func (s *stream) Pending() bool { return len(s.held) > 0 || s.conn.Pending() }
 
 // Close releases the upstream connection.
-func (s *stream) Close() error {
-	s.closeMu.Do(func() {
-		if s.timer != nil {
-			s.timer.Stop()
-		}
-		s.cancel(nil)
-		s.body.Close()
-		putReader(s.events.rd)
-	})
-	return nil
-}
+func (s *stream) Close() error { return s.conn.Close() }

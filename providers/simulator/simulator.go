@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,12 @@ type Config struct {
 	Tokens int
 	// Models overrides the served model list (default: sim-1).
 	Models []string
+	// EmbeddingModels are listed besides Models (default: sim-embed-1); every model
+	// the simulator serves answers embeddings (see Embed).
+	EmbeddingModels []string
+	// Dimensions is the length of its embeddings when a request sets none
+	// (default DefaultDimensions).
+	Dimensions int
 }
 
 // Simulator is the simulator provider.
@@ -50,6 +57,12 @@ func New(cfg Config) *Simulator {
 	if len(cfg.Models) == 0 {
 		cfg.Models = []string{Model}
 	}
+	if len(cfg.EmbeddingModels) == 0 {
+		cfg.EmbeddingModels = []string{EmbeddingModel}
+	}
+	if cfg.Dimensions <= 0 {
+		cfg.Dimensions = DefaultDimensions
+	}
 	return &Simulator{cfg: cfg}
 }
 
@@ -57,7 +70,15 @@ func New(cfg Config) *Simulator {
 func (s *Simulator) Name() string { return s.cfg.Name }
 
 // Models lists the simulated models.
-func (s *Simulator) Models(context.Context) ([]string, error) { return s.cfg.Models, nil }
+func (s *Simulator) Models(context.Context) ([]string, error) {
+	out := slices.Clone(s.cfg.Models)
+	for _, m := range s.cfg.EmbeddingModels {
+		if !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
 
 var vocabulary = strings.Fields(`switchyard routes every request through retries circuit breakers
 and failover so that one slow or broken provider never becomes your outage the simulator answers

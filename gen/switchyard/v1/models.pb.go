@@ -216,7 +216,10 @@ type Model struct {
 	// Unix time (seconds) the model was created; 0 when the provider does not say.
 	Created int64 `protobuf:"varint,3,opt,name=created,proto3" json:"created,omitempty"`
 	// Who serves the model: the configured provider name, or "switchyard" for virtual models.
-	OwnedBy       string `protobuf:"bytes,4,opt,name=owned_by,json=ownedBy,proto3" json:"owned_by,omitempty"`
+	OwnedBy string `protobuf:"bytes,4,opt,name=owned_by,json=ownedBy,proto3" json:"owned_by,omitempty"`
+	// Switchyard's addition: "embedding" for a model that serves POST /v1/embeddings
+	// (see the README, Embeddings); unset for chat models.
+	Mode          *string `protobuf:"bytes,5,opt,name=mode,proto3,oneof" json:"mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -279,6 +282,13 @@ func (x *Model) GetOwnedBy() string {
 	return ""
 }
 
+func (x *Model) GetMode() string {
+	if x != nil && x.Mode != nil {
+		return *x.Mode
+	}
+	return ""
+}
+
 var File_switchyard_v1_models_proto protoreflect.FileDescriptor
 
 const file_switchyard_v1_models_proto_rawDesc = "" +
@@ -291,12 +301,14 @@ const file_switchyard_v1_models_proto_rawDesc = "" +
 	"\x11ListModelsRequest\"V\n" +
 	"\x12ListModelsResponse\x12\x16\n" +
 	"\x06object\x18\x01 \x01(\tR\x06object\x12(\n" +
-	"\x04data\x18\x02 \x03(\v2\x14.switchyard.v1.ModelR\x04data\"d\n" +
+	"\x04data\x18\x02 \x03(\v2\x14.switchyard.v1.ModelR\x04data\"\x86\x01\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06object\x18\x02 \x01(\tR\x06object\x12\x18\n" +
 	"\acreated\x18\x03 \x01(\x03R\acreated\x12\x19\n" +
-	"\bowned_by\x18\x04 \x01(\tR\aownedBy2\xaa\x02\n" +
+	"\bowned_by\x18\x04 \x01(\tR\aownedBy\x12\x17\n" +
+	"\x04mode\x18\x05 \x01(\tH\x00R\x04mode\x88\x01\x01B\a\n" +
+	"\x05_mode2\xaa\x02\n" +
 	"\fModelService\x12e\n" +
 	"\n" +
 	"ListModels\x12 .switchyard.v1.ListModelsRequest\x1a!.switchyard.v1.ListModelsResponse\"\x12\x82\xd3\xe4\x93\x02\f\x12\n" +
@@ -343,6 +355,7 @@ func file_switchyard_v1_models_proto_init() {
 	if File_switchyard_v1_models_proto != nil {
 		return
 	}
+	file_switchyard_v1_models_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -1247,6 +1247,1716 @@ func (x *ListProvidersResponse) GetProviders() []*Provider {
 	return nil
 }
 
+// KeyLimits are a virtual key's limits; 0 (or unset) is unlimited.
+type KeyLimits struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Requests per minute.
+	Rpm int32 `protobuf:"varint,1,opt,name=rpm,proto3" json:"rpm,omitempty"`
+	// Tokens per minute (prompt + completion; estimated at admission, corrected
+	// by the answer's usage).
+	Tpm int32 `protobuf:"varint,2,opt,name=tpm,proto3" json:"tpm,omitempty"`
+	// Calls in flight at once.
+	MaxConcurrency int32 `protobuf:"varint,3,opt,name=max_concurrency,proto3" json:"max_concurrency,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *KeyLimits) Reset() {
+	*x = KeyLimits{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyLimits) ProtoMessage() {}
+
+func (x *KeyLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyLimits.ProtoReflect.Descriptor instead.
+func (*KeyLimits) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *KeyLimits) GetRpm() int32 {
+	if x != nil {
+		return x.Rpm
+	}
+	return 0
+}
+
+func (x *KeyLimits) GetTpm() int32 {
+	if x != nil {
+		return x.Tpm
+	}
+	return 0
+}
+
+func (x *KeyLimits) GetMaxConcurrency() int32 {
+	if x != nil {
+		return x.MaxConcurrency
+	}
+	return 0
+}
+
+// Key is a virtual key as stored: never its secret.
+type Key struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Id, "key_" + 16 hex digits: what logs, metrics and traces name.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The admin's label (e.g. the calling service).
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// The secret's first characters ("sk-sy-AbC123"), to recognise it.
+	Prefix string `protobuf:"bytes,3,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// Models the key may call: "provider/model", "provider/*", a bare model name
+	// (that model on any provider), a virtual model's name, or "*" for all.
+	Models []string `protobuf:"bytes,4,rep,name=models,proto3" json:"models,omitempty"`
+	// The key's limits.
+	Limits *KeyLimits `protobuf:"bytes,5,opt,name=limits,proto3" json:"limits,omitempty"`
+	// When the key stops working (RFC 3339); empty: never.
+	ExpiresAt string `protobuf:"bytes,6,opt,name=expires_at,proto3" json:"expires_at,omitempty"`
+	// When it was made (RFC 3339).
+	CreatedAt string `protobuf:"bytes,7,opt,name=created_at,proto3" json:"created_at,omitempty"`
+	// When it last changed (RFC 3339).
+	UpdatedAt string `protobuf:"bytes,8,opt,name=updated_at,proto3" json:"updated_at,omitempty"`
+	// When it was revoked (RFC 3339); empty: it was not.
+	RevokedAt string `protobuf:"bytes,9,opt,name=revoked_at,proto3" json:"revoked_at,omitempty"`
+	// Spending cap in US dollars per budget_period; 0: none.
+	BudgetUsd float64 `protobuf:"fixed64,10,opt,name=budget_usd,proto3" json:"budget_usd,omitempty"`
+	// The budget's period ("day", "month").
+	BudgetPeriod  string `protobuf:"bytes,11,opt,name=budget_period,proto3" json:"budget_period,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Key) Reset() {
+	*x = Key{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Key) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Key) ProtoMessage() {}
+
+func (x *Key) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Key.ProtoReflect.Descriptor instead.
+func (*Key) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *Key) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Key) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Key) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *Key) GetModels() []string {
+	if x != nil {
+		return x.Models
+	}
+	return nil
+}
+
+func (x *Key) GetLimits() *KeyLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *Key) GetExpiresAt() string {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return ""
+}
+
+func (x *Key) GetCreatedAt() string {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return ""
+}
+
+func (x *Key) GetUpdatedAt() string {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return ""
+}
+
+func (x *Key) GetRevokedAt() string {
+	if x != nil {
+		return x.RevokedAt
+	}
+	return ""
+}
+
+func (x *Key) GetBudgetUsd() float64 {
+	if x != nil {
+		return x.BudgetUsd
+	}
+	return 0
+}
+
+func (x *Key) GetBudgetPeriod() string {
+	if x != nil {
+		return x.BudgetPeriod
+	}
+	return ""
+}
+
+// CreateKeyRequest is the new key's settings.
+type CreateKeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The admin's label (required).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Models the key may call (at least one; "*" for all).
+	Models []string `protobuf:"bytes,2,rep,name=models,proto3" json:"models,omitempty"`
+	// Its limits; unset: unlimited.
+	Limits *KeyLimits `protobuf:"bytes,3,opt,name=limits,proto3" json:"limits,omitempty"`
+	// When it stops working (RFC 3339, in the future); empty: never.
+	ExpiresAt string `protobuf:"bytes,4,opt,name=expires_at,proto3" json:"expires_at,omitempty"`
+	// Spending cap in US dollars per budget_period; 0: none.
+	BudgetUsd float64 `protobuf:"fixed64,5,opt,name=budget_usd,proto3" json:"budget_usd,omitempty"`
+	// The budget's period ("day", "month").
+	BudgetPeriod  string `protobuf:"bytes,6,opt,name=budget_period,proto3" json:"budget_period,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateKeyRequest) Reset() {
+	*x = CreateKeyRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateKeyRequest) ProtoMessage() {}
+
+func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
+func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *CreateKeyRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateKeyRequest) GetModels() []string {
+	if x != nil {
+		return x.Models
+	}
+	return nil
+}
+
+func (x *CreateKeyRequest) GetLimits() *KeyLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *CreateKeyRequest) GetExpiresAt() string {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return ""
+}
+
+func (x *CreateKeyRequest) GetBudgetUsd() float64 {
+	if x != nil {
+		return x.BudgetUsd
+	}
+	return 0
+}
+
+func (x *CreateKeyRequest) GetBudgetPeriod() string {
+	if x != nil {
+		return x.BudgetPeriod
+	}
+	return ""
+}
+
+// CreateKeyResponse is the key and its secret, shown this once.
+type CreateKeyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key.
+	Key *Key `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// The secret to send as "Authorization: Bearer ..." (or x-api-key).
+	Secret        string `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateKeyResponse) Reset() {
+	*x = CreateKeyResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateKeyResponse) ProtoMessage() {}
+
+func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
+func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *CreateKeyResponse) GetKey() *Key {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *CreateKeyResponse) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+// ListKeysRequest takes no parameters.
+type ListKeysRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListKeysRequest) Reset() {
+	*x = ListKeysRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListKeysRequest) ProtoMessage() {}
+
+func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
+func (*ListKeysRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{24}
+}
+
+// ListKeysResponse lists the keys.
+type ListKeysResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every key, oldest first.
+	Keys          []*Key `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListKeysResponse) Reset() {
+	*x = ListKeysResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListKeysResponse) ProtoMessage() {}
+
+func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
+func (*ListKeysResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ListKeysResponse) GetKeys() []*Key {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+// GetKeyRequest names a key.
+type GetKeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key's id.
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetKeyRequest) Reset() {
+	*x = GetKeyRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetKeyRequest) ProtoMessage() {}
+
+func (x *GetKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetKeyRequest.ProtoReflect.Descriptor instead.
+func (*GetKeyRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *GetKeyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// GetKeyResponse is the key.
+type GetKeyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key.
+	Key           *Key `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetKeyResponse) Reset() {
+	*x = GetKeyResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetKeyResponse) ProtoMessage() {}
+
+func (x *GetKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetKeyResponse.ProtoReflect.Descriptor instead.
+func (*GetKeyResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GetKeyResponse) GetKey() *Key {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+// UpdateKeyRequest names a key and the settings to change; what is left out
+// stays as it is.
+type UpdateKeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key's id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// A new label.
+	Name *string `protobuf:"bytes,2,opt,name=name,proto3,oneof" json:"name,omitempty"`
+	// A new allowlist (replaces the old one; empty: unchanged).
+	Models []string `protobuf:"bytes,3,rep,name=models,proto3" json:"models,omitempty"`
+	// New limits (replace all three; unset: unchanged).
+	Limits *KeyLimits `protobuf:"bytes,4,opt,name=limits,proto3" json:"limits,omitempty"`
+	// A new expiry (RFC 3339); "" removes it.
+	ExpiresAt *string `protobuf:"bytes,5,opt,name=expires_at,proto3,oneof" json:"expires_at,omitempty"`
+	// A new budget; 0 removes it.
+	BudgetUsd *float64 `protobuf:"fixed64,6,opt,name=budget_usd,proto3,oneof" json:"budget_usd,omitempty"`
+	// A new budget period.
+	BudgetPeriod  *string `protobuf:"bytes,7,opt,name=budget_period,proto3,oneof" json:"budget_period,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateKeyRequest) Reset() {
+	*x = UpdateKeyRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateKeyRequest) ProtoMessage() {}
+
+func (x *UpdateKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateKeyRequest.ProtoReflect.Descriptor instead.
+func (*UpdateKeyRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *UpdateKeyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *UpdateKeyRequest) GetName() string {
+	if x != nil && x.Name != nil {
+		return *x.Name
+	}
+	return ""
+}
+
+func (x *UpdateKeyRequest) GetModels() []string {
+	if x != nil {
+		return x.Models
+	}
+	return nil
+}
+
+func (x *UpdateKeyRequest) GetLimits() *KeyLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *UpdateKeyRequest) GetExpiresAt() string {
+	if x != nil && x.ExpiresAt != nil {
+		return *x.ExpiresAt
+	}
+	return ""
+}
+
+func (x *UpdateKeyRequest) GetBudgetUsd() float64 {
+	if x != nil && x.BudgetUsd != nil {
+		return *x.BudgetUsd
+	}
+	return 0
+}
+
+func (x *UpdateKeyRequest) GetBudgetPeriod() string {
+	if x != nil && x.BudgetPeriod != nil {
+		return *x.BudgetPeriod
+	}
+	return ""
+}
+
+// UpdateKeyResponse is the key after the change.
+type UpdateKeyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key.
+	Key           *Key `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateKeyResponse) Reset() {
+	*x = UpdateKeyResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateKeyResponse) ProtoMessage() {}
+
+func (x *UpdateKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateKeyResponse.ProtoReflect.Descriptor instead.
+func (*UpdateKeyResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *UpdateKeyResponse) GetKey() *Key {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+// RevokeKeyRequest names a key.
+type RevokeKeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key's id.
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeKeyRequest) Reset() {
+	*x = RevokeKeyRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeKeyRequest) ProtoMessage() {}
+
+func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
+func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *RevokeKeyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// RevokeKeyResponse is the revoked key.
+type RevokeKeyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key, with revoked_at set.
+	Key           *Key `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeKeyResponse) Reset() {
+	*x = RevokeKeyResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeKeyResponse) ProtoMessage() {}
+
+func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
+func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *RevokeKeyResponse) GetKey() *Key {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+// QueryUsageRequest selects and groups usage records. The range is
+// [start_time, end_time); without start_time it is the last `since` (default
+// 24h) before end_time (default now).
+type QueryUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Start of the range, RFC 3339 (e.g. 2026-12-01T00:00:00Z).
+	StartTime string `protobuf:"bytes,1,opt,name=start_time,proto3" json:"start_time,omitempty"`
+	// End of the range (exclusive), RFC 3339; default now.
+	EndTime string `protobuf:"bytes,2,opt,name=end_time,proto3" json:"end_time,omitempty"`
+	// Length of the range before end_time when start_time is unset (a Go
+	// duration such as "24h"); default 24h.
+	Since string `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
+	// Only this key's requests (a virtual key's id, or "master:..." for the master key).
+	KeyId string `protobuf:"bytes,4,opt,name=key_id,proto3" json:"key_id,omitempty"`
+	// Only requests that asked for this model.
+	Model string `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
+	// Only requests whose final target is on this provider.
+	Provider string `protobuf:"bytes,6,opt,name=provider,proto3" json:"provider,omitempty"`
+	// Only requests answered with this HTTP status.
+	Status int32 `protobuf:"varint,7,opt,name=status,proto3" json:"status,omitempty"`
+	// Dimensions to group by: key, model, provider, status, virtual_model, endpoint, target.
+	GroupBy []string `protobuf:"bytes,8,rep,name=group_by,proto3" json:"group_by,omitempty"`
+	// Time bucket: "hour", "day", or empty for none (UTC).
+	Bucket        string `protobuf:"bytes,9,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryUsageRequest) Reset() {
+	*x = QueryUsageRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryUsageRequest) ProtoMessage() {}
+
+func (x *QueryUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryUsageRequest.ProtoReflect.Descriptor instead.
+func (*QueryUsageRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *QueryUsageRequest) GetStartTime() string {
+	if x != nil {
+		return x.StartTime
+	}
+	return ""
+}
+
+func (x *QueryUsageRequest) GetEndTime() string {
+	if x != nil {
+		return x.EndTime
+	}
+	return ""
+}
+
+func (x *QueryUsageRequest) GetSince() string {
+	if x != nil {
+		return x.Since
+	}
+	return ""
+}
+
+func (x *QueryUsageRequest) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *QueryUsageRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *QueryUsageRequest) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *QueryUsageRequest) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *QueryUsageRequest) GetGroupBy() []string {
+	if x != nil {
+		return x.GroupBy
+	}
+	return nil
+}
+
+func (x *QueryUsageRequest) GetBucket() string {
+	if x != nil {
+		return x.Bucket
+	}
+	return ""
+}
+
+// QueryUsageResponse is one row per group (and bucket).
+type QueryUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The groups, by bucket then by their values.
+	Groups []*UsageGroup `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"`
+	// The range the query covered, RFC 3339.
+	StartTime string `protobuf:"bytes,2,opt,name=start_time,proto3" json:"start_time,omitempty"`
+	// End of the range (exclusive), RFC 3339.
+	EndTime       string `protobuf:"bytes,3,opt,name=end_time,proto3" json:"end_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryUsageResponse) Reset() {
+	*x = QueryUsageResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryUsageResponse) ProtoMessage() {}
+
+func (x *QueryUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryUsageResponse.ProtoReflect.Descriptor instead.
+func (*QueryUsageResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *QueryUsageResponse) GetGroups() []*UsageGroup {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+func (x *QueryUsageResponse) GetStartTime() string {
+	if x != nil {
+		return x.StartTime
+	}
+	return ""
+}
+
+func (x *QueryUsageResponse) GetEndTime() string {
+	if x != nil {
+		return x.EndTime
+	}
+	return ""
+}
+
+// UsageGroup aggregates the records of one group. The dimension fields are set
+// for the dimensions grouped by.
+type UsageGroup struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Start of the bucket, RFC 3339 (empty without a bucket).
+	BucketStart string `protobuf:"bytes,1,opt,name=bucket_start,proto3" json:"bucket_start,omitempty"`
+	// The caller's key id.
+	KeyId string `protobuf:"bytes,2,opt,name=key_id,proto3" json:"key_id,omitempty"`
+	// The model asked for.
+	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// The final target's provider.
+	Provider string `protobuf:"bytes,4,opt,name=provider,proto3" json:"provider,omitempty"`
+	// The HTTP status answered.
+	Status int32 `protobuf:"varint,5,opt,name=status,proto3" json:"status,omitempty"`
+	// The virtual model asked for.
+	VirtualModel string `protobuf:"bytes,6,opt,name=virtual_model,proto3" json:"virtual_model,omitempty"`
+	// The endpoint: chat, messages, embeddings.
+	Endpoint string `protobuf:"bytes,7,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	// The final target, provider/model.
+	Target string `protobuf:"bytes,8,opt,name=target,proto3" json:"target,omitempty"`
+	// Requests counted.
+	Requests int64 `protobuf:"varint,9,opt,name=requests,proto3" json:"requests,omitempty"`
+	// Requests that ended in an error.
+	Errors int64 `protobuf:"varint,10,opt,name=errors,proto3" json:"errors,omitempty"`
+	// Requests without a price (their cost is not in cost_usd).
+	UnpricedRequests int64 `protobuf:"varint,11,opt,name=unpriced_requests,proto3" json:"unpriced_requests,omitempty"`
+	// Prompt tokens, cached ones included.
+	PromptTokens int64 `protobuf:"varint,12,opt,name=prompt_tokens,proto3" json:"prompt_tokens,omitempty"`
+	// Completion tokens, reasoning ones included.
+	CompletionTokens int64 `protobuf:"varint,13,opt,name=completion_tokens,proto3" json:"completion_tokens,omitempty"`
+	// Prompt tokens read from the provider's cache.
+	CachedTokens int64 `protobuf:"varint,14,opt,name=cached_tokens,proto3" json:"cached_tokens,omitempty"`
+	// Prompt tokens written to the provider's cache (Anthropic).
+	CacheWriteTokens int64 `protobuf:"varint,15,opt,name=cache_write_tokens,proto3" json:"cache_write_tokens,omitempty"`
+	// Completion tokens spent on reasoning.
+	ReasoningTokens int64 `protobuf:"varint,16,opt,name=reasoning_tokens,proto3" json:"reasoning_tokens,omitempty"`
+	// Some of the tokens are Switchyard's estimates (the upstream reported none).
+	TokensEstimated bool `protobuf:"varint,17,opt,name=tokens_estimated,proto3" json:"tokens_estimated,omitempty"`
+	// Cost of the priced requests, USD.
+	CostUsd float64 `protobuf:"fixed64,18,opt,name=cost_usd,proto3" json:"cost_usd,omitempty"`
+	// Median request latency, milliseconds.
+	LatencyP50Ms float64 `protobuf:"fixed64,19,opt,name=latency_p50_ms,proto3" json:"latency_p50_ms,omitempty"`
+	// 95th percentile request latency, milliseconds.
+	LatencyP95Ms float64 `protobuf:"fixed64,20,opt,name=latency_p95_ms,proto3" json:"latency_p95_ms,omitempty"`
+	// Median time to first token of the streamed requests, milliseconds.
+	TtftP50Ms float64 `protobuf:"fixed64,21,opt,name=ttft_p50_ms,proto3" json:"ttft_p50_ms,omitempty"`
+	// 95th percentile time to first token, milliseconds.
+	TtftP95Ms     float64 `protobuf:"fixed64,22,opt,name=ttft_p95_ms,proto3" json:"ttft_p95_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageGroup) Reset() {
+	*x = UsageGroup{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageGroup) ProtoMessage() {}
+
+func (x *UsageGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageGroup.ProtoReflect.Descriptor instead.
+func (*UsageGroup) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *UsageGroup) GetBucketStart() string {
+	if x != nil {
+		return x.BucketStart
+	}
+	return ""
+}
+
+func (x *UsageGroup) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *UsageGroup) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *UsageGroup) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *UsageGroup) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetVirtualModel() string {
+	if x != nil {
+		return x.VirtualModel
+	}
+	return ""
+}
+
+func (x *UsageGroup) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *UsageGroup) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *UsageGroup) GetRequests() int64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetErrors() int64 {
+	if x != nil {
+		return x.Errors
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetUnpricedRequests() int64 {
+	if x != nil {
+		return x.UnpricedRequests
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetPromptTokens() int64 {
+	if x != nil {
+		return x.PromptTokens
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetCompletionTokens() int64 {
+	if x != nil {
+		return x.CompletionTokens
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetCachedTokens() int64 {
+	if x != nil {
+		return x.CachedTokens
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetCacheWriteTokens() int64 {
+	if x != nil {
+		return x.CacheWriteTokens
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetReasoningTokens() int64 {
+	if x != nil {
+		return x.ReasoningTokens
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetTokensEstimated() bool {
+	if x != nil {
+		return x.TokensEstimated
+	}
+	return false
+}
+
+func (x *UsageGroup) GetCostUsd() float64 {
+	if x != nil {
+		return x.CostUsd
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetLatencyP50Ms() float64 {
+	if x != nil {
+		return x.LatencyP50Ms
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetLatencyP95Ms() float64 {
+	if x != nil {
+		return x.LatencyP95Ms
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetTtftP50Ms() float64 {
+	if x != nil {
+		return x.TtftP50Ms
+	}
+	return 0
+}
+
+func (x *UsageGroup) GetTtftP95Ms() float64 {
+	if x != nil {
+		return x.TtftP95Ms
+	}
+	return 0
+}
+
+// ListRequestsRequest selects a page of usage records, newest first (same range
+// rules as QueryUsageRequest).
+type ListRequestsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Start of the range, RFC 3339.
+	StartTime string `protobuf:"bytes,1,opt,name=start_time,proto3" json:"start_time,omitempty"`
+	// End of the range (exclusive), RFC 3339; default now.
+	EndTime string `protobuf:"bytes,2,opt,name=end_time,proto3" json:"end_time,omitempty"`
+	// Length of the range before end_time when start_time is unset; default 24h.
+	Since string `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
+	// Only this key's requests.
+	KeyId string `protobuf:"bytes,4,opt,name=key_id,proto3" json:"key_id,omitempty"`
+	// Only requests that asked for this model.
+	Model string `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
+	// Only requests whose final target is on this provider.
+	Provider string `protobuf:"bytes,6,opt,name=provider,proto3" json:"provider,omitempty"`
+	// Only requests answered with this HTTP status.
+	Status int32 `protobuf:"varint,7,opt,name=status,proto3" json:"status,omitempty"`
+	// Only requests that ended in an error.
+	ErrorsOnly bool `protobuf:"varint,8,opt,name=errors_only,proto3" json:"errors_only,omitempty"`
+	// Records per page (default 50, at most 1000).
+	PageSize int32 `protobuf:"varint,9,opt,name=page_size,proto3" json:"page_size,omitempty"`
+	// The previous page's next_page_token.
+	PageToken string `protobuf:"bytes,10,opt,name=page_token,proto3" json:"page_token,omitempty"`
+	// Only the record of this request id (its x-request-id).
+	RequestId     string `protobuf:"bytes,11,opt,name=request_id,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRequestsRequest) Reset() {
+	*x = ListRequestsRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRequestsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRequestsRequest) ProtoMessage() {}
+
+func (x *ListRequestsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRequestsRequest.ProtoReflect.Descriptor instead.
+func (*ListRequestsRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ListRequestsRequest) GetStartTime() string {
+	if x != nil {
+		return x.StartTime
+	}
+	return ""
+}
+
+func (x *ListRequestsRequest) GetEndTime() string {
+	if x != nil {
+		return x.EndTime
+	}
+	return ""
+}
+
+func (x *ListRequestsRequest) GetSince() string {
+	if x != nil {
+		return x.Since
+	}
+	return ""
+}
+
+func (x *ListRequestsRequest) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *ListRequestsRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *ListRequestsRequest) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ListRequestsRequest) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *ListRequestsRequest) GetErrorsOnly() bool {
+	if x != nil {
+		return x.ErrorsOnly
+	}
+	return false
+}
+
+func (x *ListRequestsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListRequestsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListRequestsRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// ListRequestsResponse is one page of records.
+type ListRequestsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The records, newest first.
+	Records []*UsageRecord `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	// Continues the listing; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRequestsResponse) Reset() {
+	*x = ListRequestsResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRequestsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRequestsResponse) ProtoMessage() {}
+
+func (x *ListRequestsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRequestsResponse.ProtoReflect.Descriptor instead.
+func (*ListRequestsResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ListRequestsResponse) GetRecords() []*UsageRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *ListRequestsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// UsageRecord is what one request did (no prompt or completion text).
+type UsageRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// When the request arrived, RFC 3339 with fractions.
+	Time string `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	// The request's x-request-id.
+	RequestId string `protobuf:"bytes,2,opt,name=request_id,proto3" json:"request_id,omitempty"`
+	// rest or grpc.
+	Surface string `protobuf:"bytes,3,opt,name=surface,proto3" json:"surface,omitempty"`
+	// chat, messages or embeddings.
+	Endpoint string `protobuf:"bytes,4,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	// A streamed answer.
+	Stream bool `protobuf:"varint,5,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The caller's key id.
+	KeyId string `protobuf:"bytes,6,opt,name=key_id,proto3" json:"key_id,omitempty"`
+	// The model asked for.
+	Model string `protobuf:"bytes,7,opt,name=model,proto3" json:"model,omitempty"`
+	// Set when model named a virtual model.
+	VirtualModel string `protobuf:"bytes,8,opt,name=virtual_model,proto3" json:"virtual_model,omitempty"`
+	// The final target's provider.
+	Provider string `protobuf:"bytes,9,opt,name=provider,proto3" json:"provider,omitempty"`
+	// The final target's model.
+	TargetModel string `protobuf:"bytes,10,opt,name=target_model,proto3" json:"target_model,omitempty"`
+	// Every upstream attempt, in the order they ended.
+	Attempts []*UsageAttempt `protobuf:"bytes,11,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	// Moves to a backup target.
+	Failovers int32 `protobuf:"varint,12,opt,name=failovers,proto3" json:"failovers,omitempty"`
+	// Targets a broken stream was continued on.
+	Resumes int32 `protobuf:"varint,13,opt,name=resumes,proto3" json:"resumes,omitempty"`
+	// A backup was started beside a slow first target.
+	Hedged bool `protobuf:"varint,14,opt,name=hedged,proto3" json:"hedged,omitempty"`
+	// Prompt tokens, cached ones included.
+	PromptTokens int64 `protobuf:"varint,15,opt,name=prompt_tokens,proto3" json:"prompt_tokens,omitempty"`
+	// Completion tokens, reasoning ones included.
+	CompletionTokens int64 `protobuf:"varint,16,opt,name=completion_tokens,proto3" json:"completion_tokens,omitempty"`
+	// Prompt tokens read from the cache.
+	CachedTokens int64 `protobuf:"varint,17,opt,name=cached_tokens,proto3" json:"cached_tokens,omitempty"`
+	// Prompt tokens written to the cache.
+	CacheWriteTokens int64 `protobuf:"varint,18,opt,name=cache_write_tokens,proto3" json:"cache_write_tokens,omitempty"`
+	// Completion tokens spent on reasoning.
+	ReasoningTokens int64 `protobuf:"varint,19,opt,name=reasoning_tokens,proto3" json:"reasoning_tokens,omitempty"`
+	// The tokens are Switchyard's estimate (the upstream reported none).
+	TokensEstimated bool `protobuf:"varint,20,opt,name=tokens_estimated,proto3" json:"tokens_estimated,omitempty"`
+	// Cost in USD; unset when the target has no price.
+	CostUsd *float64 `protobuf:"fixed64,21,opt,name=cost_usd,proto3,oneof" json:"cost_usd,omitempty"`
+	// Whole request latency, milliseconds.
+	LatencyMs float64 `protobuf:"fixed64,22,opt,name=latency_ms,proto3" json:"latency_ms,omitempty"`
+	// Time to first token of a stream, milliseconds (0: none).
+	TtftMs float64 `protobuf:"fixed64,23,opt,name=ttft_ms,proto3" json:"ttft_ms,omitempty"`
+	// HTTP status answered.
+	Status int32 `protobuf:"varint,24,opt,name=status,proto3" json:"status,omitempty"`
+	// The error's code ("" on success).
+	ErrorCode     string `protobuf:"bytes,25,opt,name=error_code,proto3" json:"error_code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageRecord) Reset() {
+	*x = UsageRecord{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageRecord) ProtoMessage() {}
+
+func (x *UsageRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageRecord.ProtoReflect.Descriptor instead.
+func (*UsageRecord) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *UsageRecord) GetTime() string {
+	if x != nil {
+		return x.Time
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetSurface() string {
+	if x != nil {
+		return x.Surface
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetStream() bool {
+	if x != nil {
+		return x.Stream
+	}
+	return false
+}
+
+func (x *UsageRecord) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetVirtualModel() string {
+	if x != nil {
+		return x.VirtualModel
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetTargetModel() string {
+	if x != nil {
+		return x.TargetModel
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetAttempts() []*UsageAttempt {
+	if x != nil {
+		return x.Attempts
+	}
+	return nil
+}
+
+func (x *UsageRecord) GetFailovers() int32 {
+	if x != nil {
+		return x.Failovers
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetResumes() int32 {
+	if x != nil {
+		return x.Resumes
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetHedged() bool {
+	if x != nil {
+		return x.Hedged
+	}
+	return false
+}
+
+func (x *UsageRecord) GetPromptTokens() int64 {
+	if x != nil {
+		return x.PromptTokens
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetCompletionTokens() int64 {
+	if x != nil {
+		return x.CompletionTokens
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetCachedTokens() int64 {
+	if x != nil {
+		return x.CachedTokens
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetCacheWriteTokens() int64 {
+	if x != nil {
+		return x.CacheWriteTokens
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetReasoningTokens() int64 {
+	if x != nil {
+		return x.ReasoningTokens
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetTokensEstimated() bool {
+	if x != nil {
+		return x.TokensEstimated
+	}
+	return false
+}
+
+func (x *UsageRecord) GetCostUsd() float64 {
+	if x != nil && x.CostUsd != nil {
+		return *x.CostUsd
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetLatencyMs() float64 {
+	if x != nil {
+		return x.LatencyMs
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetTtftMs() float64 {
+	if x != nil {
+		return x.TtftMs
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *UsageRecord) GetErrorCode() string {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ""
+}
+
+// UsageAttempt is one upstream attempt.
+type UsageAttempt struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// provider/model.
+	Target string `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
+	// ok, or the failure's kind (status, timeout, transport_error, cancelled, ...).
+	Outcome string `protobuf:"bytes,2,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// The upstream's HTTP status (0: none).
+	Status int32 `protobuf:"varint,3,opt,name=status,proto3" json:"status,omitempty"`
+	// The attempt's duration, milliseconds.
+	LatencyMs     float64 `protobuf:"fixed64,4,opt,name=latency_ms,proto3" json:"latency_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageAttempt) Reset() {
+	*x = UsageAttempt{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageAttempt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageAttempt) ProtoMessage() {}
+
+func (x *UsageAttempt) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageAttempt.ProtoReflect.Descriptor instead.
+func (*UsageAttempt) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *UsageAttempt) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *UsageAttempt) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *UsageAttempt) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *UsageAttempt) GetLatencyMs() float64 {
+	if x != nil {
+		return x.LatencyMs
+	}
+	return 0
+}
+
 var File_switchyard_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
@@ -1320,13 +3030,188 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\x0frecent_failures\x18\v \x01(\x05R\x0frecent_failures\"\x16\n" +
 	"\x14ListProvidersRequest\"T\n" +
 	"\x15ListProvidersResponse\x12;\n" +
-	"\tproviders\x18\x01 \x03(\v2\x1d.switchyard.admin.v1.ProviderR\tproviders*|\n" +
+	"\tproviders\x18\x01 \x03(\v2\x1d.switchyard.admin.v1.ProviderR\tproviders\"Y\n" +
+	"\tKeyLimits\x12\x10\n" +
+	"\x03rpm\x18\x01 \x01(\x05R\x03rpm\x12\x10\n" +
+	"\x03tpm\x18\x02 \x01(\x05R\x03tpm\x12(\n" +
+	"\x0fmax_concurrency\x18\x03 \x01(\x05R\x0fmax_concurrency\"\xd7\x02\n" +
+	"\x03Key\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
+	"\x06prefix\x18\x03 \x01(\tR\x06prefix\x12\x16\n" +
+	"\x06models\x18\x04 \x03(\tR\x06models\x126\n" +
+	"\x06limits\x18\x05 \x01(\v2\x1e.switchyard.admin.v1.KeyLimitsR\x06limits\x12\x1e\n" +
+	"\n" +
+	"expires_at\x18\x06 \x01(\tR\n" +
+	"expires_at\x12\x1e\n" +
+	"\n" +
+	"created_at\x18\a \x01(\tR\n" +
+	"created_at\x12\x1e\n" +
+	"\n" +
+	"updated_at\x18\b \x01(\tR\n" +
+	"updated_at\x12\x1e\n" +
+	"\n" +
+	"revoked_at\x18\t \x01(\tR\n" +
+	"revoked_at\x12\x1e\n" +
+	"\n" +
+	"budget_usd\x18\n" +
+	" \x01(\x01R\n" +
+	"budget_usd\x12$\n" +
+	"\rbudget_period\x18\v \x01(\tR\rbudget_period\"\xdc\x01\n" +
+	"\x10CreateKeyRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06models\x18\x02 \x03(\tR\x06models\x126\n" +
+	"\x06limits\x18\x03 \x01(\v2\x1e.switchyard.admin.v1.KeyLimitsR\x06limits\x12\x1e\n" +
+	"\n" +
+	"expires_at\x18\x04 \x01(\tR\n" +
+	"expires_at\x12\x1e\n" +
+	"\n" +
+	"budget_usd\x18\x05 \x01(\x01R\n" +
+	"budget_usd\x12$\n" +
+	"\rbudget_period\x18\x06 \x01(\tR\rbudget_period\"W\n" +
+	"\x11CreateKeyResponse\x12*\n" +
+	"\x03key\x18\x01 \x01(\v2\x18.switchyard.admin.v1.KeyR\x03key\x12\x16\n" +
+	"\x06secret\x18\x02 \x01(\tR\x06secret\"\x11\n" +
+	"\x0fListKeysRequest\"@\n" +
+	"\x10ListKeysResponse\x12,\n" +
+	"\x04keys\x18\x01 \x03(\v2\x18.switchyard.admin.v1.KeyR\x04keys\"\x1f\n" +
+	"\rGetKeyRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"<\n" +
+	"\x0eGetKeyResponse\x12*\n" +
+	"\x03key\x18\x01 \x01(\v2\x18.switchyard.admin.v1.KeyR\x03key\"\xb9\x02\n" +
+	"\x10UpdateKeyRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
+	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x12\x16\n" +
+	"\x06models\x18\x03 \x03(\tR\x06models\x126\n" +
+	"\x06limits\x18\x04 \x01(\v2\x1e.switchyard.admin.v1.KeyLimitsR\x06limits\x12#\n" +
+	"\n" +
+	"expires_at\x18\x05 \x01(\tH\x01R\n" +
+	"expires_at\x88\x01\x01\x12#\n" +
+	"\n" +
+	"budget_usd\x18\x06 \x01(\x01H\x02R\n" +
+	"budget_usd\x88\x01\x01\x12)\n" +
+	"\rbudget_period\x18\a \x01(\tH\x03R\rbudget_period\x88\x01\x01B\a\n" +
+	"\x05_nameB\r\n" +
+	"\v_expires_atB\r\n" +
+	"\v_budget_usdB\x10\n" +
+	"\x0e_budget_period\"?\n" +
+	"\x11UpdateKeyResponse\x12*\n" +
+	"\x03key\x18\x01 \x01(\v2\x18.switchyard.admin.v1.KeyR\x03key\"\"\n" +
+	"\x10RevokeKeyRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"?\n" +
+	"\x11RevokeKeyResponse\x12*\n" +
+	"\x03key\x18\x01 \x01(\v2\x18.switchyard.admin.v1.KeyR\x03key\"\xfb\x01\n" +
+	"\x11QueryUsageRequest\x12\x1e\n" +
+	"\n" +
+	"start_time\x18\x01 \x01(\tR\n" +
+	"start_time\x12\x1a\n" +
+	"\bend_time\x18\x02 \x01(\tR\bend_time\x12\x14\n" +
+	"\x05since\x18\x03 \x01(\tR\x05since\x12\x16\n" +
+	"\x06key_id\x18\x04 \x01(\tR\x06key_id\x12\x14\n" +
+	"\x05model\x18\x05 \x01(\tR\x05model\x12\x1a\n" +
+	"\bprovider\x18\x06 \x01(\tR\bprovider\x12\x16\n" +
+	"\x06status\x18\a \x01(\x05R\x06status\x12\x1a\n" +
+	"\bgroup_by\x18\b \x03(\tR\bgroup_by\x12\x16\n" +
+	"\x06bucket\x18\t \x01(\tR\x06bucket\"\x89\x01\n" +
+	"\x12QueryUsageResponse\x127\n" +
+	"\x06groups\x18\x01 \x03(\v2\x1f.switchyard.admin.v1.UsageGroupR\x06groups\x12\x1e\n" +
+	"\n" +
+	"start_time\x18\x02 \x01(\tR\n" +
+	"start_time\x12\x1a\n" +
+	"\bend_time\x18\x03 \x01(\tR\bend_time\"\x80\x06\n" +
+	"\n" +
+	"UsageGroup\x12\"\n" +
+	"\fbucket_start\x18\x01 \x01(\tR\fbucket_start\x12\x16\n" +
+	"\x06key_id\x18\x02 \x01(\tR\x06key_id\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12\x1a\n" +
+	"\bprovider\x18\x04 \x01(\tR\bprovider\x12\x16\n" +
+	"\x06status\x18\x05 \x01(\x05R\x06status\x12$\n" +
+	"\rvirtual_model\x18\x06 \x01(\tR\rvirtual_model\x12\x1a\n" +
+	"\bendpoint\x18\a \x01(\tR\bendpoint\x12\x16\n" +
+	"\x06target\x18\b \x01(\tR\x06target\x12\x1a\n" +
+	"\brequests\x18\t \x01(\x03R\brequests\x12\x16\n" +
+	"\x06errors\x18\n" +
+	" \x01(\x03R\x06errors\x12,\n" +
+	"\x11unpriced_requests\x18\v \x01(\x03R\x11unpriced_requests\x12$\n" +
+	"\rprompt_tokens\x18\f \x01(\x03R\rprompt_tokens\x12,\n" +
+	"\x11completion_tokens\x18\r \x01(\x03R\x11completion_tokens\x12$\n" +
+	"\rcached_tokens\x18\x0e \x01(\x03R\rcached_tokens\x12.\n" +
+	"\x12cache_write_tokens\x18\x0f \x01(\x03R\x12cache_write_tokens\x12*\n" +
+	"\x10reasoning_tokens\x18\x10 \x01(\x03R\x10reasoning_tokens\x12*\n" +
+	"\x10tokens_estimated\x18\x11 \x01(\bR\x10tokens_estimated\x12\x1a\n" +
+	"\bcost_usd\x18\x12 \x01(\x01R\bcost_usd\x12&\n" +
+	"\x0elatency_p50_ms\x18\x13 \x01(\x01R\x0elatency_p50_ms\x12&\n" +
+	"\x0elatency_p95_ms\x18\x14 \x01(\x01R\x0elatency_p95_ms\x12 \n" +
+	"\vttft_p50_ms\x18\x15 \x01(\x01R\vttft_p50_ms\x12 \n" +
+	"\vttft_p95_ms\x18\x16 \x01(\x01R\vttft_p95_ms\"\xc9\x02\n" +
+	"\x13ListRequestsRequest\x12\x1e\n" +
+	"\n" +
+	"start_time\x18\x01 \x01(\tR\n" +
+	"start_time\x12\x1a\n" +
+	"\bend_time\x18\x02 \x01(\tR\bend_time\x12\x14\n" +
+	"\x05since\x18\x03 \x01(\tR\x05since\x12\x16\n" +
+	"\x06key_id\x18\x04 \x01(\tR\x06key_id\x12\x14\n" +
+	"\x05model\x18\x05 \x01(\tR\x05model\x12\x1a\n" +
+	"\bprovider\x18\x06 \x01(\tR\bprovider\x12\x16\n" +
+	"\x06status\x18\a \x01(\x05R\x06status\x12 \n" +
+	"\verrors_only\x18\b \x01(\bR\verrors_only\x12\x1c\n" +
+	"\tpage_size\x18\t \x01(\x05R\tpage_size\x12\x1e\n" +
+	"\n" +
+	"page_token\x18\n" +
+	" \x01(\tR\n" +
+	"page_token\x12\x1e\n" +
+	"\n" +
+	"request_id\x18\v \x01(\tR\n" +
+	"request_id\"|\n" +
+	"\x14ListRequestsResponse\x12:\n" +
+	"\arecords\x18\x01 \x03(\v2 .switchyard.admin.v1.UsageRecordR\arecords\x12(\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\x0fnext_page_token\"\xd4\x06\n" +
+	"\vUsageRecord\x12\x12\n" +
+	"\x04time\x18\x01 \x01(\tR\x04time\x12\x1e\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\n" +
+	"request_id\x12\x18\n" +
+	"\asurface\x18\x03 \x01(\tR\asurface\x12\x1a\n" +
+	"\bendpoint\x18\x04 \x01(\tR\bendpoint\x12\x16\n" +
+	"\x06stream\x18\x05 \x01(\bR\x06stream\x12\x16\n" +
+	"\x06key_id\x18\x06 \x01(\tR\x06key_id\x12\x14\n" +
+	"\x05model\x18\a \x01(\tR\x05model\x12$\n" +
+	"\rvirtual_model\x18\b \x01(\tR\rvirtual_model\x12\x1a\n" +
+	"\bprovider\x18\t \x01(\tR\bprovider\x12\"\n" +
+	"\ftarget_model\x18\n" +
+	" \x01(\tR\ftarget_model\x12=\n" +
+	"\battempts\x18\v \x03(\v2!.switchyard.admin.v1.UsageAttemptR\battempts\x12\x1c\n" +
+	"\tfailovers\x18\f \x01(\x05R\tfailovers\x12\x18\n" +
+	"\aresumes\x18\r \x01(\x05R\aresumes\x12\x16\n" +
+	"\x06hedged\x18\x0e \x01(\bR\x06hedged\x12$\n" +
+	"\rprompt_tokens\x18\x0f \x01(\x03R\rprompt_tokens\x12,\n" +
+	"\x11completion_tokens\x18\x10 \x01(\x03R\x11completion_tokens\x12$\n" +
+	"\rcached_tokens\x18\x11 \x01(\x03R\rcached_tokens\x12.\n" +
+	"\x12cache_write_tokens\x18\x12 \x01(\x03R\x12cache_write_tokens\x12*\n" +
+	"\x10reasoning_tokens\x18\x13 \x01(\x03R\x10reasoning_tokens\x12*\n" +
+	"\x10tokens_estimated\x18\x14 \x01(\bR\x10tokens_estimated\x12\x1f\n" +
+	"\bcost_usd\x18\x15 \x01(\x01H\x00R\bcost_usd\x88\x01\x01\x12\x1e\n" +
+	"\n" +
+	"latency_ms\x18\x16 \x01(\x01R\n" +
+	"latency_ms\x12\x18\n" +
+	"\attft_ms\x18\x17 \x01(\x01R\attft_ms\x12\x16\n" +
+	"\x06status\x18\x18 \x01(\x05R\x06status\x12\x1e\n" +
+	"\n" +
+	"error_code\x18\x19 \x01(\tR\n" +
+	"error_codeB\v\n" +
+	"\t_cost_usd\"x\n" +
+	"\fUsageAttempt\x12\x16\n" +
+	"\x06target\x18\x01 \x01(\tR\x06target\x12\x18\n" +
+	"\aoutcome\x18\x02 \x01(\tR\aoutcome\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\x05R\x06status\x12\x1e\n" +
+	"\n" +
+	"latency_ms\x18\x04 \x01(\x01R\n" +
+	"latency_ms*|\n" +
 	"\fBreakerState\x12\x1d\n" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
 	"\x12BREAKER_STATE_OPEN\x10\x02\x12\x1b\n" +
-	"\x17BREAKER_STATE_HALF_OPEN\x10\x032\xc0\n" +
-	"\n" +
+	"\x17BREAKER_STATE_HALF_OPEN\x10\x032\x86\x11\n" +
 	"\fAdminService\x12\x7f\n" +
 	"\fListBreakers\x12(.switchyard.admin.v1.ListBreakersRequest\x1a).switchyard.admin.v1.ListBreakersResponse\"\x1a\x82\xd3\xe4\x93\x02\x14\x12\x12/admin/v1/breakers\x12\x88\x01\n" +
 	"\fResetBreaker\x12(.switchyard.admin.v1.ResetBreakerRequest\x1a).switchyard.admin.v1.ResetBreakerResponse\"#\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/admin/v1/breakers:reset\x12\x84\x01\n" +
@@ -1335,7 +3220,15 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\x0fGetVirtualModel\x12+.switchyard.admin.v1.GetVirtualModelRequest\x1a,.switchyard.admin.v1.GetVirtualModelResponse\"}\x82\xd3\xe4\x93\x02wZ'\x12%/admin/v1/virtual_models/{source=*/*}Z)\x12'/admin/v1/virtual_models/{source=*/*/*}\x12!/admin/v1/virtual_models/{source}\x12\x9a\x01\n" +
 	"\x12UpsertVirtualModel\x12..switchyard.admin.v1.UpsertVirtualModelRequest\x1a/.switchyard.admin.v1.UpsertVirtualModelResponse\"#\x82\xd3\xe4\x93\x02\x1d:\x01*\x1a\x18/admin/v1/virtual_models\x12\xf4\x01\n" +
 	"\x12DeleteVirtualModel\x12..switchyard.admin.v1.DeleteVirtualModelRequest\x1a/.switchyard.admin.v1.DeleteVirtualModelResponse\"}\x82\xd3\xe4\x93\x02wZ'*%/admin/v1/virtual_models/{source=*/*}Z)*'/admin/v1/virtual_models/{source=*/*/*}*!/admin/v1/virtual_models/{source}\x12\x83\x01\n" +
-	"\rListProviders\x12).switchyard.admin.v1.ListProvidersRequest\x1a*.switchyard.admin.v1.ListProvidersResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/providersB\xd5\x01\n" +
+	"\rListProviders\x12).switchyard.admin.v1.ListProvidersRequest\x1a*.switchyard.admin.v1.ListProvidersResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/providers\x12u\n" +
+	"\tCreateKey\x12%.switchyard.admin.v1.CreateKeyRequest\x1a&.switchyard.admin.v1.CreateKeyResponse\"\x19\x82\xd3\xe4\x93\x02\x13:\x01*\"\x0e/admin/v1/keys\x12o\n" +
+	"\bListKeys\x12$.switchyard.admin.v1.ListKeysRequest\x1a%.switchyard.admin.v1.ListKeysResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/admin/v1/keys\x12n\n" +
+	"\x06GetKey\x12\".switchyard.admin.v1.GetKeyRequest\x1a#.switchyard.admin.v1.GetKeyResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/keys/{id}\x12z\n" +
+	"\tUpdateKey\x12%.switchyard.admin.v1.UpdateKeyRequest\x1a&.switchyard.admin.v1.UpdateKeyResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*2\x13/admin/v1/keys/{id}\x12w\n" +
+	"\tRevokeKey\x12%.switchyard.admin.v1.RevokeKeyRequest\x1a&.switchyard.admin.v1.RevokeKeyResponse\"\x1b\x82\xd3\xe4\x93\x02\x15*\x13/admin/v1/keys/{id}\x12v\n" +
+	"\n" +
+	"QueryUsage\x12&.switchyard.admin.v1.QueryUsageRequest\x1a'.switchyard.admin.v1.QueryUsageResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/admin/v1/usage\x12\x7f\n" +
+	"\fListRequests\x12(.switchyard.admin.v1.ListRequestsRequest\x1a).switchyard.admin.v1.ListRequestsResponse\"\x1a\x82\xd3\xe4\x93\x02\x14\x12\x12/admin/v1/requestsB\xd5\x01\n" +
 	"\x17com.switchyard.admin.v1B\n" +
 	"AdminProtoP\x01Z@github.com/switchyard/switchyard/gen/switchyard/admin/v1;adminv1\xa2\x02\x03SAX\xaa\x02\x13Switchyard.Admin.V1\xca\x02\x13Switchyard\\Admin\\V1\xe2\x02\x1fSwitchyard\\Admin\\V1\\GPBMetadata\xea\x02\x15Switchyard::Admin::V1b\x06proto3"
 
@@ -1352,7 +3245,7 @@ func file_switchyard_admin_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_switchyard_admin_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_switchyard_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_switchyard_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_switchyard_admin_v1_admin_proto_goTypes = []any{
 	(BreakerState)(0),                  // 0: switchyard.admin.v1.BreakerState
 	(*Breaker)(nil),                    // 1: switchyard.admin.v1.Breaker
@@ -1375,7 +3268,26 @@ var file_switchyard_admin_v1_admin_proto_goTypes = []any{
 	(*Provider)(nil),                   // 18: switchyard.admin.v1.Provider
 	(*ListProvidersRequest)(nil),       // 19: switchyard.admin.v1.ListProvidersRequest
 	(*ListProvidersResponse)(nil),      // 20: switchyard.admin.v1.ListProvidersResponse
-	(*structpb.Value)(nil),             // 21: google.protobuf.Value
+	(*KeyLimits)(nil),                  // 21: switchyard.admin.v1.KeyLimits
+	(*Key)(nil),                        // 22: switchyard.admin.v1.Key
+	(*CreateKeyRequest)(nil),           // 23: switchyard.admin.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),          // 24: switchyard.admin.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),            // 25: switchyard.admin.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),           // 26: switchyard.admin.v1.ListKeysResponse
+	(*GetKeyRequest)(nil),              // 27: switchyard.admin.v1.GetKeyRequest
+	(*GetKeyResponse)(nil),             // 28: switchyard.admin.v1.GetKeyResponse
+	(*UpdateKeyRequest)(nil),           // 29: switchyard.admin.v1.UpdateKeyRequest
+	(*UpdateKeyResponse)(nil),          // 30: switchyard.admin.v1.UpdateKeyResponse
+	(*RevokeKeyRequest)(nil),           // 31: switchyard.admin.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),          // 32: switchyard.admin.v1.RevokeKeyResponse
+	(*QueryUsageRequest)(nil),          // 33: switchyard.admin.v1.QueryUsageRequest
+	(*QueryUsageResponse)(nil),         // 34: switchyard.admin.v1.QueryUsageResponse
+	(*UsageGroup)(nil),                 // 35: switchyard.admin.v1.UsageGroup
+	(*ListRequestsRequest)(nil),        // 36: switchyard.admin.v1.ListRequestsRequest
+	(*ListRequestsResponse)(nil),       // 37: switchyard.admin.v1.ListRequestsResponse
+	(*UsageRecord)(nil),                // 38: switchyard.admin.v1.UsageRecord
+	(*UsageAttempt)(nil),               // 39: switchyard.admin.v1.UsageAttempt
+	(*structpb.Value)(nil),             // 40: google.protobuf.Value
 }
 var file_switchyard_admin_v1_admin_proto_depIdxs = []int32{
 	0,  // 0: switchyard.admin.v1.Breaker.state:type_name -> switchyard.admin.v1.BreakerState
@@ -1383,34 +3295,59 @@ var file_switchyard_admin_v1_admin_proto_depIdxs = []int32{
 	1,  // 2: switchyard.admin.v1.ResetBreakerResponse.breaker:type_name -> switchyard.admin.v1.Breaker
 	1,  // 3: switchyard.admin.v1.TripBreakerResponse.breaker:type_name -> switchyard.admin.v1.Breaker
 	8,  // 4: switchyard.admin.v1.VirtualModel.targets:type_name -> switchyard.admin.v1.VirtualModelTarget
-	21, // 5: switchyard.admin.v1.VirtualModel.failover:type_name -> google.protobuf.Value
-	21, // 6: switchyard.admin.v1.VirtualModel.stream_resume:type_name -> google.protobuf.Value
+	40, // 5: switchyard.admin.v1.VirtualModel.failover:type_name -> google.protobuf.Value
+	40, // 6: switchyard.admin.v1.VirtualModel.stream_resume:type_name -> google.protobuf.Value
 	9,  // 7: switchyard.admin.v1.ListVirtualModelsResponse.virtual_models:type_name -> switchyard.admin.v1.VirtualModel
 	9,  // 8: switchyard.admin.v1.GetVirtualModelResponse.virtual_model:type_name -> switchyard.admin.v1.VirtualModel
 	9,  // 9: switchyard.admin.v1.UpsertVirtualModelRequest.virtual_model:type_name -> switchyard.admin.v1.VirtualModel
 	9,  // 10: switchyard.admin.v1.UpsertVirtualModelResponse.virtual_model:type_name -> switchyard.admin.v1.VirtualModel
 	18, // 11: switchyard.admin.v1.ListProvidersResponse.providers:type_name -> switchyard.admin.v1.Provider
-	2,  // 12: switchyard.admin.v1.AdminService.ListBreakers:input_type -> switchyard.admin.v1.ListBreakersRequest
-	4,  // 13: switchyard.admin.v1.AdminService.ResetBreaker:input_type -> switchyard.admin.v1.ResetBreakerRequest
-	6,  // 14: switchyard.admin.v1.AdminService.TripBreaker:input_type -> switchyard.admin.v1.TripBreakerRequest
-	10, // 15: switchyard.admin.v1.AdminService.ListVirtualModels:input_type -> switchyard.admin.v1.ListVirtualModelsRequest
-	12, // 16: switchyard.admin.v1.AdminService.GetVirtualModel:input_type -> switchyard.admin.v1.GetVirtualModelRequest
-	14, // 17: switchyard.admin.v1.AdminService.UpsertVirtualModel:input_type -> switchyard.admin.v1.UpsertVirtualModelRequest
-	16, // 18: switchyard.admin.v1.AdminService.DeleteVirtualModel:input_type -> switchyard.admin.v1.DeleteVirtualModelRequest
-	19, // 19: switchyard.admin.v1.AdminService.ListProviders:input_type -> switchyard.admin.v1.ListProvidersRequest
-	3,  // 20: switchyard.admin.v1.AdminService.ListBreakers:output_type -> switchyard.admin.v1.ListBreakersResponse
-	5,  // 21: switchyard.admin.v1.AdminService.ResetBreaker:output_type -> switchyard.admin.v1.ResetBreakerResponse
-	7,  // 22: switchyard.admin.v1.AdminService.TripBreaker:output_type -> switchyard.admin.v1.TripBreakerResponse
-	11, // 23: switchyard.admin.v1.AdminService.ListVirtualModels:output_type -> switchyard.admin.v1.ListVirtualModelsResponse
-	13, // 24: switchyard.admin.v1.AdminService.GetVirtualModel:output_type -> switchyard.admin.v1.GetVirtualModelResponse
-	15, // 25: switchyard.admin.v1.AdminService.UpsertVirtualModel:output_type -> switchyard.admin.v1.UpsertVirtualModelResponse
-	17, // 26: switchyard.admin.v1.AdminService.DeleteVirtualModel:output_type -> switchyard.admin.v1.DeleteVirtualModelResponse
-	20, // 27: switchyard.admin.v1.AdminService.ListProviders:output_type -> switchyard.admin.v1.ListProvidersResponse
-	20, // [20:28] is the sub-list for method output_type
-	12, // [12:20] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	21, // 12: switchyard.admin.v1.Key.limits:type_name -> switchyard.admin.v1.KeyLimits
+	21, // 13: switchyard.admin.v1.CreateKeyRequest.limits:type_name -> switchyard.admin.v1.KeyLimits
+	22, // 14: switchyard.admin.v1.CreateKeyResponse.key:type_name -> switchyard.admin.v1.Key
+	22, // 15: switchyard.admin.v1.ListKeysResponse.keys:type_name -> switchyard.admin.v1.Key
+	22, // 16: switchyard.admin.v1.GetKeyResponse.key:type_name -> switchyard.admin.v1.Key
+	21, // 17: switchyard.admin.v1.UpdateKeyRequest.limits:type_name -> switchyard.admin.v1.KeyLimits
+	22, // 18: switchyard.admin.v1.UpdateKeyResponse.key:type_name -> switchyard.admin.v1.Key
+	22, // 19: switchyard.admin.v1.RevokeKeyResponse.key:type_name -> switchyard.admin.v1.Key
+	35, // 20: switchyard.admin.v1.QueryUsageResponse.groups:type_name -> switchyard.admin.v1.UsageGroup
+	38, // 21: switchyard.admin.v1.ListRequestsResponse.records:type_name -> switchyard.admin.v1.UsageRecord
+	39, // 22: switchyard.admin.v1.UsageRecord.attempts:type_name -> switchyard.admin.v1.UsageAttempt
+	2,  // 23: switchyard.admin.v1.AdminService.ListBreakers:input_type -> switchyard.admin.v1.ListBreakersRequest
+	4,  // 24: switchyard.admin.v1.AdminService.ResetBreaker:input_type -> switchyard.admin.v1.ResetBreakerRequest
+	6,  // 25: switchyard.admin.v1.AdminService.TripBreaker:input_type -> switchyard.admin.v1.TripBreakerRequest
+	10, // 26: switchyard.admin.v1.AdminService.ListVirtualModels:input_type -> switchyard.admin.v1.ListVirtualModelsRequest
+	12, // 27: switchyard.admin.v1.AdminService.GetVirtualModel:input_type -> switchyard.admin.v1.GetVirtualModelRequest
+	14, // 28: switchyard.admin.v1.AdminService.UpsertVirtualModel:input_type -> switchyard.admin.v1.UpsertVirtualModelRequest
+	16, // 29: switchyard.admin.v1.AdminService.DeleteVirtualModel:input_type -> switchyard.admin.v1.DeleteVirtualModelRequest
+	19, // 30: switchyard.admin.v1.AdminService.ListProviders:input_type -> switchyard.admin.v1.ListProvidersRequest
+	23, // 31: switchyard.admin.v1.AdminService.CreateKey:input_type -> switchyard.admin.v1.CreateKeyRequest
+	25, // 32: switchyard.admin.v1.AdminService.ListKeys:input_type -> switchyard.admin.v1.ListKeysRequest
+	27, // 33: switchyard.admin.v1.AdminService.GetKey:input_type -> switchyard.admin.v1.GetKeyRequest
+	29, // 34: switchyard.admin.v1.AdminService.UpdateKey:input_type -> switchyard.admin.v1.UpdateKeyRequest
+	31, // 35: switchyard.admin.v1.AdminService.RevokeKey:input_type -> switchyard.admin.v1.RevokeKeyRequest
+	33, // 36: switchyard.admin.v1.AdminService.QueryUsage:input_type -> switchyard.admin.v1.QueryUsageRequest
+	36, // 37: switchyard.admin.v1.AdminService.ListRequests:input_type -> switchyard.admin.v1.ListRequestsRequest
+	3,  // 38: switchyard.admin.v1.AdminService.ListBreakers:output_type -> switchyard.admin.v1.ListBreakersResponse
+	5,  // 39: switchyard.admin.v1.AdminService.ResetBreaker:output_type -> switchyard.admin.v1.ResetBreakerResponse
+	7,  // 40: switchyard.admin.v1.AdminService.TripBreaker:output_type -> switchyard.admin.v1.TripBreakerResponse
+	11, // 41: switchyard.admin.v1.AdminService.ListVirtualModels:output_type -> switchyard.admin.v1.ListVirtualModelsResponse
+	13, // 42: switchyard.admin.v1.AdminService.GetVirtualModel:output_type -> switchyard.admin.v1.GetVirtualModelResponse
+	15, // 43: switchyard.admin.v1.AdminService.UpsertVirtualModel:output_type -> switchyard.admin.v1.UpsertVirtualModelResponse
+	17, // 44: switchyard.admin.v1.AdminService.DeleteVirtualModel:output_type -> switchyard.admin.v1.DeleteVirtualModelResponse
+	20, // 45: switchyard.admin.v1.AdminService.ListProviders:output_type -> switchyard.admin.v1.ListProvidersResponse
+	24, // 46: switchyard.admin.v1.AdminService.CreateKey:output_type -> switchyard.admin.v1.CreateKeyResponse
+	26, // 47: switchyard.admin.v1.AdminService.ListKeys:output_type -> switchyard.admin.v1.ListKeysResponse
+	28, // 48: switchyard.admin.v1.AdminService.GetKey:output_type -> switchyard.admin.v1.GetKeyResponse
+	30, // 49: switchyard.admin.v1.AdminService.UpdateKey:output_type -> switchyard.admin.v1.UpdateKeyResponse
+	32, // 50: switchyard.admin.v1.AdminService.RevokeKey:output_type -> switchyard.admin.v1.RevokeKeyResponse
+	34, // 51: switchyard.admin.v1.AdminService.QueryUsage:output_type -> switchyard.admin.v1.QueryUsageResponse
+	37, // 52: switchyard.admin.v1.AdminService.ListRequests:output_type -> switchyard.admin.v1.ListRequestsResponse
+	38, // [38:53] is the sub-list for method output_type
+	23, // [23:38] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_switchyard_admin_v1_admin_proto_init() }
@@ -1418,13 +3355,15 @@ func file_switchyard_admin_v1_admin_proto_init() {
 	if File_switchyard_admin_v1_admin_proto != nil {
 		return
 	}
+	file_switchyard_admin_v1_admin_proto_msgTypes[28].OneofWrappers = []any{}
+	file_switchyard_admin_v1_admin_proto_msgTypes[37].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchyard_admin_v1_admin_proto_rawDesc), len(file_switchyard_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

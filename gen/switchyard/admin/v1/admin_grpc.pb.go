@@ -27,6 +27,13 @@ const (
 	AdminService_UpsertVirtualModel_FullMethodName = "/switchyard.admin.v1.AdminService/UpsertVirtualModel"
 	AdminService_DeleteVirtualModel_FullMethodName = "/switchyard.admin.v1.AdminService/DeleteVirtualModel"
 	AdminService_ListProviders_FullMethodName      = "/switchyard.admin.v1.AdminService/ListProviders"
+	AdminService_CreateKey_FullMethodName          = "/switchyard.admin.v1.AdminService/CreateKey"
+	AdminService_ListKeys_FullMethodName           = "/switchyard.admin.v1.AdminService/ListKeys"
+	AdminService_GetKey_FullMethodName             = "/switchyard.admin.v1.AdminService/GetKey"
+	AdminService_UpdateKey_FullMethodName          = "/switchyard.admin.v1.AdminService/UpdateKey"
+	AdminService_RevokeKey_FullMethodName          = "/switchyard.admin.v1.AdminService/RevokeKey"
+	AdminService_QueryUsage_FullMethodName         = "/switchyard.admin.v1.AdminService/QueryUsage"
+	AdminService_ListRequests_FullMethodName       = "/switchyard.admin.v1.AdminService/ListRequests"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -59,6 +66,32 @@ type AdminServiceClient interface {
 	DeleteVirtualModel(ctx context.Context, in *DeleteVirtualModelRequest, opts ...grpc.CallOption) (*DeleteVirtualModelResponse, error)
 	// ListProviders returns each provider with its discovery and request health.
 	ListProviders(ctx context.Context, in *ListProvidersRequest, opts ...grpc.CallOption) (*ListProvidersResponse, error)
+	// --- keys ---
+	// CreateKey makes a virtual key: an API key for one calling service, with its
+	// model allowlist, limits and optional expiry. The response carries the secret
+	// ("sk-sy-..."), shown this once: only its SHA-256 is kept.
+	CreateKey(ctx context.Context, in *CreateKeyRequest, opts ...grpc.CallOption) (*CreateKeyResponse, error)
+	// ListKeys returns every virtual key, revoked ones included (never a secret).
+	ListKeys(ctx context.Context, in *ListKeysRequest, opts ...grpc.CallOption) (*ListKeysResponse, error)
+	// GetKey returns one virtual key by id.
+	GetKey(ctx context.Context, in *GetKeyRequest, opts ...grpc.CallOption) (*GetKeyResponse, error)
+	// UpdateKey changes a key's name, models, limits, expiry or budget; fields left
+	// out stay as they are. The secret stays the same. In force on the next request.
+	UpdateKey(ctx context.Context, in *UpdateKeyRequest, opts ...grpc.CallOption) (*UpdateKeyResponse, error)
+	// RevokeKey revokes a key at once: it is refused from the next request on, and
+	// stays listed as revoked.
+	RevokeKey(ctx context.Context, in *RevokeKeyRequest, opts ...grpc.CallOption) (*RevokeKeyResponse, error)
+	// --- end keys ---
+	// --- usage ---
+	// QueryUsage aggregates the usage ledger over a time range: requests, tokens by
+	// kind, cost, errors and p50/p95 latency and time to first token, grouped by any
+	// of key, model, provider, status, virtual_model, endpoint, target and by hour
+	// or day. "Spend by key and model for the last day":
+	// GET /admin/v1/usage?since=24h&group_by=key&group_by=model.
+	QueryUsage(ctx context.Context, in *QueryUsageRequest, opts ...grpc.CallOption) (*QueryUsageResponse, error)
+	// ListRequests lists usage records newest first, paged and filtered ("why did
+	// this request fail": errors_only, request_id).
+	ListRequests(ctx context.Context, in *ListRequestsRequest, opts ...grpc.CallOption) (*ListRequestsResponse, error)
 }
 
 type adminServiceClient struct {
@@ -149,6 +182,76 @@ func (c *adminServiceClient) ListProviders(ctx context.Context, in *ListProvider
 	return out, nil
 }
 
+func (c *adminServiceClient) CreateKey(ctx context.Context, in *CreateKeyRequest, opts ...grpc.CallOption) (*CreateKeyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateKeyResponse)
+	err := c.cc.Invoke(ctx, AdminService_CreateKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListKeys(ctx context.Context, in *ListKeysRequest, opts ...grpc.CallOption) (*ListKeysResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListKeysResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListKeys_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) GetKey(ctx context.Context, in *GetKeyRequest, opts ...grpc.CallOption) (*GetKeyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetKeyResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) UpdateKey(ctx context.Context, in *UpdateKeyRequest, opts ...grpc.CallOption) (*UpdateKeyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateKeyResponse)
+	err := c.cc.Invoke(ctx, AdminService_UpdateKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) RevokeKey(ctx context.Context, in *RevokeKeyRequest, opts ...grpc.CallOption) (*RevokeKeyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeKeyResponse)
+	err := c.cc.Invoke(ctx, AdminService_RevokeKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) QueryUsage(ctx context.Context, in *QueryUsageRequest, opts ...grpc.CallOption) (*QueryUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(QueryUsageResponse)
+	err := c.cc.Invoke(ctx, AdminService_QueryUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListRequests(ctx context.Context, in *ListRequestsRequest, opts ...grpc.CallOption) (*ListRequestsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRequestsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListRequests_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -179,6 +282,32 @@ type AdminServiceServer interface {
 	DeleteVirtualModel(context.Context, *DeleteVirtualModelRequest) (*DeleteVirtualModelResponse, error)
 	// ListProviders returns each provider with its discovery and request health.
 	ListProviders(context.Context, *ListProvidersRequest) (*ListProvidersResponse, error)
+	// --- keys ---
+	// CreateKey makes a virtual key: an API key for one calling service, with its
+	// model allowlist, limits and optional expiry. The response carries the secret
+	// ("sk-sy-..."), shown this once: only its SHA-256 is kept.
+	CreateKey(context.Context, *CreateKeyRequest) (*CreateKeyResponse, error)
+	// ListKeys returns every virtual key, revoked ones included (never a secret).
+	ListKeys(context.Context, *ListKeysRequest) (*ListKeysResponse, error)
+	// GetKey returns one virtual key by id.
+	GetKey(context.Context, *GetKeyRequest) (*GetKeyResponse, error)
+	// UpdateKey changes a key's name, models, limits, expiry or budget; fields left
+	// out stay as they are. The secret stays the same. In force on the next request.
+	UpdateKey(context.Context, *UpdateKeyRequest) (*UpdateKeyResponse, error)
+	// RevokeKey revokes a key at once: it is refused from the next request on, and
+	// stays listed as revoked.
+	RevokeKey(context.Context, *RevokeKeyRequest) (*RevokeKeyResponse, error)
+	// --- end keys ---
+	// --- usage ---
+	// QueryUsage aggregates the usage ledger over a time range: requests, tokens by
+	// kind, cost, errors and p50/p95 latency and time to first token, grouped by any
+	// of key, model, provider, status, virtual_model, endpoint, target and by hour
+	// or day. "Spend by key and model for the last day":
+	// GET /admin/v1/usage?since=24h&group_by=key&group_by=model.
+	QueryUsage(context.Context, *QueryUsageRequest) (*QueryUsageResponse, error)
+	// ListRequests lists usage records newest first, paged and filtered ("why did
+	// this request fail": errors_only, request_id).
+	ListRequests(context.Context, *ListRequestsRequest) (*ListRequestsResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -212,6 +341,27 @@ func (UnimplementedAdminServiceServer) DeleteVirtualModel(context.Context, *Dele
 }
 func (UnimplementedAdminServiceServer) ListProviders(context.Context, *ListProvidersRequest) (*ListProvidersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListProviders not implemented")
+}
+func (UnimplementedAdminServiceServer) CreateKey(context.Context, *CreateKeyRequest) (*CreateKeyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateKey not implemented")
+}
+func (UnimplementedAdminServiceServer) ListKeys(context.Context, *ListKeysRequest) (*ListKeysResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListKeys not implemented")
+}
+func (UnimplementedAdminServiceServer) GetKey(context.Context, *GetKeyRequest) (*GetKeyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetKey not implemented")
+}
+func (UnimplementedAdminServiceServer) UpdateKey(context.Context, *UpdateKeyRequest) (*UpdateKeyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateKey not implemented")
+}
+func (UnimplementedAdminServiceServer) RevokeKey(context.Context, *RevokeKeyRequest) (*RevokeKeyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeKey not implemented")
+}
+func (UnimplementedAdminServiceServer) QueryUsage(context.Context, *QueryUsageRequest) (*QueryUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method QueryUsage not implemented")
+}
+func (UnimplementedAdminServiceServer) ListRequests(context.Context, *ListRequestsRequest) (*ListRequestsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRequests not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -378,6 +528,132 @@ func _AdminService_ListProviders_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_CreateKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).CreateKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_CreateKey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).CreateKey(ctx, req.(*CreateKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListKeys_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListKeysRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListKeys(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListKeys_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListKeys(ctx, req.(*ListKeysRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_GetKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetKey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetKey(ctx, req.(*GetKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_UpdateKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).UpdateKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_UpdateKey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).UpdateKey(ctx, req.(*UpdateKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_RevokeKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).RevokeKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_RevokeKey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).RevokeKey(ctx, req.(*RevokeKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_QueryUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).QueryUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_QueryUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).QueryUsage(ctx, req.(*QueryUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListRequests_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRequestsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListRequests(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListRequests_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListRequests(ctx, req.(*ListRequestsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -416,6 +692,34 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListProviders",
 			Handler:    _AdminService_ListProviders_Handler,
+		},
+		{
+			MethodName: "CreateKey",
+			Handler:    _AdminService_CreateKey_Handler,
+		},
+		{
+			MethodName: "ListKeys",
+			Handler:    _AdminService_ListKeys_Handler,
+		},
+		{
+			MethodName: "GetKey",
+			Handler:    _AdminService_GetKey_Handler,
+		},
+		{
+			MethodName: "UpdateKey",
+			Handler:    _AdminService_UpdateKey_Handler,
+		},
+		{
+			MethodName: "RevokeKey",
+			Handler:    _AdminService_RevokeKey_Handler,
+		},
+		{
+			MethodName: "QueryUsage",
+			Handler:    _AdminService_QueryUsage_Handler,
+		},
+		{
+			MethodName: "ListRequests",
+			Handler:    _AdminService_ListRequests_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

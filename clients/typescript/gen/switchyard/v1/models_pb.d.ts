@@ -124,6 +124,14 @@ export declare type Model = Message<"switchyard.v1.Model"> & {
    * @generated from field: string owned_by = 4;
    */
   ownedBy: string;
+
+  /**
+   * Switchyard's addition: "embedding" for a model that serves POST /v1/embeddings
+   * (see the README, Embeddings); unset for chat models.
+   *
+   * @generated from field: optional string mode = 5;
+   */
+  mode?: string | undefined;
 };
 
 /**

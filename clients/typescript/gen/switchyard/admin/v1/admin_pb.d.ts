@@ -609,6 +609,1039 @@ export declare type ListProvidersResponse = Message<"switchyard.admin.v1.ListPro
 export declare const ListProvidersResponseSchema: GenMessage<ListProvidersResponse>;
 
 /**
+ * KeyLimits are a virtual key's limits; 0 (or unset) is unlimited.
+ *
+ * @generated from message switchyard.admin.v1.KeyLimits
+ */
+export declare type KeyLimits = Message<"switchyard.admin.v1.KeyLimits"> & {
+  /**
+   * Requests per minute.
+   *
+   * @generated from field: int32 rpm = 1;
+   */
+  rpm: number;
+
+  /**
+   * Tokens per minute (prompt + completion; estimated at admission, corrected
+   * by the answer's usage).
+   *
+   * @generated from field: int32 tpm = 2;
+   */
+  tpm: number;
+
+  /**
+   * Calls in flight at once.
+   *
+   * @generated from field: int32 max_concurrency = 3 [json_name = "max_concurrency"];
+   */
+  maxConcurrency: number;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.KeyLimits.
+ * Use `create(KeyLimitsSchema)` to create a new message.
+ */
+export declare const KeyLimitsSchema: GenMessage<KeyLimits>;
+
+/**
+ * Key is a virtual key as stored: never its secret.
+ *
+ * @generated from message switchyard.admin.v1.Key
+ */
+export declare type Key = Message<"switchyard.admin.v1.Key"> & {
+  /**
+   * Id, "key_" + 16 hex digits: what logs, metrics and traces name.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The admin's label (e.g. the calling service).
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * The secret's first characters ("sk-sy-AbC123"), to recognise it.
+   *
+   * @generated from field: string prefix = 3;
+   */
+  prefix: string;
+
+  /**
+   * Models the key may call: "provider/model", "provider/*", a bare model name
+   * (that model on any provider), a virtual model's name, or "*" for all.
+   *
+   * @generated from field: repeated string models = 4;
+   */
+  models: string[];
+
+  /**
+   * The key's limits.
+   *
+   * @generated from field: switchyard.admin.v1.KeyLimits limits = 5;
+   */
+  limits?: KeyLimits | undefined;
+
+  /**
+   * When the key stops working (RFC 3339); empty: never.
+   *
+   * @generated from field: string expires_at = 6 [json_name = "expires_at"];
+   */
+  expiresAt: string;
+
+  /**
+   * When it was made (RFC 3339).
+   *
+   * @generated from field: string created_at = 7 [json_name = "created_at"];
+   */
+  createdAt: string;
+
+  /**
+   * When it last changed (RFC 3339).
+   *
+   * @generated from field: string updated_at = 8 [json_name = "updated_at"];
+   */
+  updatedAt: string;
+
+  /**
+   * When it was revoked (RFC 3339); empty: it was not.
+   *
+   * @generated from field: string revoked_at = 9 [json_name = "revoked_at"];
+   */
+  revokedAt: string;
+
+  /**
+   * Spending cap in US dollars per budget_period; 0: none.
+   *
+   * @generated from field: double budget_usd = 10 [json_name = "budget_usd"];
+   */
+  budgetUsd: number;
+
+  /**
+   * The budget's period ("day", "month").
+   *
+   * @generated from field: string budget_period = 11 [json_name = "budget_period"];
+   */
+  budgetPeriod: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.Key.
+ * Use `create(KeySchema)` to create a new message.
+ */
+export declare const KeySchema: GenMessage<Key>;
+
+/**
+ * CreateKeyRequest is the new key's settings.
+ *
+ * @generated from message switchyard.admin.v1.CreateKeyRequest
+ */
+export declare type CreateKeyRequest = Message<"switchyard.admin.v1.CreateKeyRequest"> & {
+  /**
+   * The admin's label (required).
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Models the key may call (at least one; "*" for all).
+   *
+   * @generated from field: repeated string models = 2;
+   */
+  models: string[];
+
+  /**
+   * Its limits; unset: unlimited.
+   *
+   * @generated from field: switchyard.admin.v1.KeyLimits limits = 3;
+   */
+  limits?: KeyLimits | undefined;
+
+  /**
+   * When it stops working (RFC 3339, in the future); empty: never.
+   *
+   * @generated from field: string expires_at = 4 [json_name = "expires_at"];
+   */
+  expiresAt: string;
+
+  /**
+   * Spending cap in US dollars per budget_period; 0: none.
+   *
+   * @generated from field: double budget_usd = 5 [json_name = "budget_usd"];
+   */
+  budgetUsd: number;
+
+  /**
+   * The budget's period ("day", "month").
+   *
+   * @generated from field: string budget_period = 6 [json_name = "budget_period"];
+   */
+  budgetPeriod: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.CreateKeyRequest.
+ * Use `create(CreateKeyRequestSchema)` to create a new message.
+ */
+export declare const CreateKeyRequestSchema: GenMessage<CreateKeyRequest>;
+
+/**
+ * CreateKeyResponse is the key and its secret, shown this once.
+ *
+ * @generated from message switchyard.admin.v1.CreateKeyResponse
+ */
+export declare type CreateKeyResponse = Message<"switchyard.admin.v1.CreateKeyResponse"> & {
+  /**
+   * The key.
+   *
+   * @generated from field: switchyard.admin.v1.Key key = 1;
+   */
+  key?: Key | undefined;
+
+  /**
+   * The secret to send as "Authorization: Bearer ..." (or x-api-key).
+   *
+   * @generated from field: string secret = 2;
+   */
+  secret: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.CreateKeyResponse.
+ * Use `create(CreateKeyResponseSchema)` to create a new message.
+ */
+export declare const CreateKeyResponseSchema: GenMessage<CreateKeyResponse>;
+
+/**
+ * ListKeysRequest takes no parameters.
+ *
+ * @generated from message switchyard.admin.v1.ListKeysRequest
+ */
+export declare type ListKeysRequest = Message<"switchyard.admin.v1.ListKeysRequest"> & {
+};
+
+/**
+ * Describes the message switchyard.admin.v1.ListKeysRequest.
+ * Use `create(ListKeysRequestSchema)` to create a new message.
+ */
+export declare const ListKeysRequestSchema: GenMessage<ListKeysRequest>;
+
+/**
+ * ListKeysResponse lists the keys.
+ *
+ * @generated from message switchyard.admin.v1.ListKeysResponse
+ */
+export declare type ListKeysResponse = Message<"switchyard.admin.v1.ListKeysResponse"> & {
+  /**
+   * Every key, oldest first.
+   *
+   * @generated from field: repeated switchyard.admin.v1.Key keys = 1;
+   */
+  keys: Key[];
+};
+
+/**
+ * Describes the message switchyard.admin.v1.ListKeysResponse.
+ * Use `create(ListKeysResponseSchema)` to create a new message.
+ */
+export declare const ListKeysResponseSchema: GenMessage<ListKeysResponse>;
+
+/**
+ * GetKeyRequest names a key.
+ *
+ * @generated from message switchyard.admin.v1.GetKeyRequest
+ */
+export declare type GetKeyRequest = Message<"switchyard.admin.v1.GetKeyRequest"> & {
+  /**
+   * The key's id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.GetKeyRequest.
+ * Use `create(GetKeyRequestSchema)` to create a new message.
+ */
+export declare const GetKeyRequestSchema: GenMessage<GetKeyRequest>;
+
+/**
+ * GetKeyResponse is the key.
+ *
+ * @generated from message switchyard.admin.v1.GetKeyResponse
+ */
+export declare type GetKeyResponse = Message<"switchyard.admin.v1.GetKeyResponse"> & {
+  /**
+   * The key.
+   *
+   * @generated from field: switchyard.admin.v1.Key key = 1;
+   */
+  key?: Key | undefined;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.GetKeyResponse.
+ * Use `create(GetKeyResponseSchema)` to create a new message.
+ */
+export declare const GetKeyResponseSchema: GenMessage<GetKeyResponse>;
+
+/**
+ * UpdateKeyRequest names a key and the settings to change; what is left out
+ * stays as it is.
+ *
+ * @generated from message switchyard.admin.v1.UpdateKeyRequest
+ */
+export declare type UpdateKeyRequest = Message<"switchyard.admin.v1.UpdateKeyRequest"> & {
+  /**
+   * The key's id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * A new label.
+   *
+   * @generated from field: optional string name = 2;
+   */
+  name?: string | undefined;
+
+  /**
+   * A new allowlist (replaces the old one; empty: unchanged).
+   *
+   * @generated from field: repeated string models = 3;
+   */
+  models: string[];
+
+  /**
+   * New limits (replace all three; unset: unchanged).
+   *
+   * @generated from field: switchyard.admin.v1.KeyLimits limits = 4;
+   */
+  limits?: KeyLimits | undefined;
+
+  /**
+   * A new expiry (RFC 3339); "" removes it.
+   *
+   * @generated from field: optional string expires_at = 5 [json_name = "expires_at"];
+   */
+  expiresAt?: string | undefined;
+
+  /**
+   * A new budget; 0 removes it.
+   *
+   * @generated from field: optional double budget_usd = 6 [json_name = "budget_usd"];
+   */
+  budgetUsd?: number | undefined;
+
+  /**
+   * A new budget period.
+   *
+   * @generated from field: optional string budget_period = 7 [json_name = "budget_period"];
+   */
+  budgetPeriod?: string | undefined;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.UpdateKeyRequest.
+ * Use `create(UpdateKeyRequestSchema)` to create a new message.
+ */
+export declare const UpdateKeyRequestSchema: GenMessage<UpdateKeyRequest>;
+
+/**
+ * UpdateKeyResponse is the key after the change.
+ *
+ * @generated from message switchyard.admin.v1.UpdateKeyResponse
+ */
+export declare type UpdateKeyResponse = Message<"switchyard.admin.v1.UpdateKeyResponse"> & {
+  /**
+   * The key.
+   *
+   * @generated from field: switchyard.admin.v1.Key key = 1;
+   */
+  key?: Key | undefined;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.UpdateKeyResponse.
+ * Use `create(UpdateKeyResponseSchema)` to create a new message.
+ */
+export declare const UpdateKeyResponseSchema: GenMessage<UpdateKeyResponse>;
+
+/**
+ * RevokeKeyRequest names a key.
+ *
+ * @generated from message switchyard.admin.v1.RevokeKeyRequest
+ */
+export declare type RevokeKeyRequest = Message<"switchyard.admin.v1.RevokeKeyRequest"> & {
+  /**
+   * The key's id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.RevokeKeyRequest.
+ * Use `create(RevokeKeyRequestSchema)` to create a new message.
+ */
+export declare const RevokeKeyRequestSchema: GenMessage<RevokeKeyRequest>;
+
+/**
+ * RevokeKeyResponse is the revoked key.
+ *
+ * @generated from message switchyard.admin.v1.RevokeKeyResponse
+ */
+export declare type RevokeKeyResponse = Message<"switchyard.admin.v1.RevokeKeyResponse"> & {
+  /**
+   * The key, with revoked_at set.
+   *
+   * @generated from field: switchyard.admin.v1.Key key = 1;
+   */
+  key?: Key | undefined;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.RevokeKeyResponse.
+ * Use `create(RevokeKeyResponseSchema)` to create a new message.
+ */
+export declare const RevokeKeyResponseSchema: GenMessage<RevokeKeyResponse>;
+
+/**
+ * QueryUsageRequest selects and groups usage records. The range is
+ * [start_time, end_time); without start_time it is the last `since` (default
+ * 24h) before end_time (default now).
+ *
+ * @generated from message switchyard.admin.v1.QueryUsageRequest
+ */
+export declare type QueryUsageRequest = Message<"switchyard.admin.v1.QueryUsageRequest"> & {
+  /**
+   * Start of the range, RFC 3339 (e.g. 2026-12-01T00:00:00Z).
+   *
+   * @generated from field: string start_time = 1 [json_name = "start_time"];
+   */
+  startTime: string;
+
+  /**
+   * End of the range (exclusive), RFC 3339; default now.
+   *
+   * @generated from field: string end_time = 2 [json_name = "end_time"];
+   */
+  endTime: string;
+
+  /**
+   * Length of the range before end_time when start_time is unset (a Go
+   * duration such as "24h"); default 24h.
+   *
+   * @generated from field: string since = 3;
+   */
+  since: string;
+
+  /**
+   * Only this key's requests (a virtual key's id, or "master:..." for the master key).
+   *
+   * @generated from field: string key_id = 4 [json_name = "key_id"];
+   */
+  keyId: string;
+
+  /**
+   * Only requests that asked for this model.
+   *
+   * @generated from field: string model = 5;
+   */
+  model: string;
+
+  /**
+   * Only requests whose final target is on this provider.
+   *
+   * @generated from field: string provider = 6;
+   */
+  provider: string;
+
+  /**
+   * Only requests answered with this HTTP status.
+   *
+   * @generated from field: int32 status = 7;
+   */
+  status: number;
+
+  /**
+   * Dimensions to group by: key, model, provider, status, virtual_model, endpoint, target.
+   *
+   * @generated from field: repeated string group_by = 8 [json_name = "group_by"];
+   */
+  groupBy: string[];
+
+  /**
+   * Time bucket: "hour", "day", or empty for none (UTC).
+   *
+   * @generated from field: string bucket = 9;
+   */
+  bucket: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.QueryUsageRequest.
+ * Use `create(QueryUsageRequestSchema)` to create a new message.
+ */
+export declare const QueryUsageRequestSchema: GenMessage<QueryUsageRequest>;
+
+/**
+ * QueryUsageResponse is one row per group (and bucket).
+ *
+ * @generated from message switchyard.admin.v1.QueryUsageResponse
+ */
+export declare type QueryUsageResponse = Message<"switchyard.admin.v1.QueryUsageResponse"> & {
+  /**
+   * The groups, by bucket then by their values.
+   *
+   * @generated from field: repeated switchyard.admin.v1.UsageGroup groups = 1;
+   */
+  groups: UsageGroup[];
+
+  /**
+   * The range the query covered, RFC 3339.
+   *
+   * @generated from field: string start_time = 2 [json_name = "start_time"];
+   */
+  startTime: string;
+
+  /**
+   * End of the range (exclusive), RFC 3339.
+   *
+   * @generated from field: string end_time = 3 [json_name = "end_time"];
+   */
+  endTime: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.QueryUsageResponse.
+ * Use `create(QueryUsageResponseSchema)` to create a new message.
+ */
+export declare const QueryUsageResponseSchema: GenMessage<QueryUsageResponse>;
+
+/**
+ * UsageGroup aggregates the records of one group. The dimension fields are set
+ * for the dimensions grouped by.
+ *
+ * @generated from message switchyard.admin.v1.UsageGroup
+ */
+export declare type UsageGroup = Message<"switchyard.admin.v1.UsageGroup"> & {
+  /**
+   * Start of the bucket, RFC 3339 (empty without a bucket).
+   *
+   * @generated from field: string bucket_start = 1 [json_name = "bucket_start"];
+   */
+  bucketStart: string;
+
+  /**
+   * The caller's key id.
+   *
+   * @generated from field: string key_id = 2 [json_name = "key_id"];
+   */
+  keyId: string;
+
+  /**
+   * The model asked for.
+   *
+   * @generated from field: string model = 3;
+   */
+  model: string;
+
+  /**
+   * The final target's provider.
+   *
+   * @generated from field: string provider = 4;
+   */
+  provider: string;
+
+  /**
+   * The HTTP status answered.
+   *
+   * @generated from field: int32 status = 5;
+   */
+  status: number;
+
+  /**
+   * The virtual model asked for.
+   *
+   * @generated from field: string virtual_model = 6 [json_name = "virtual_model"];
+   */
+  virtualModel: string;
+
+  /**
+   * The endpoint: chat, messages, embeddings.
+   *
+   * @generated from field: string endpoint = 7;
+   */
+  endpoint: string;
+
+  /**
+   * The final target, provider/model.
+   *
+   * @generated from field: string target = 8;
+   */
+  target: string;
+
+  /**
+   * Requests counted.
+   *
+   * @generated from field: int64 requests = 9;
+   */
+  requests: bigint;
+
+  /**
+   * Requests that ended in an error.
+   *
+   * @generated from field: int64 errors = 10;
+   */
+  errors: bigint;
+
+  /**
+   * Requests without a price (their cost is not in cost_usd).
+   *
+   * @generated from field: int64 unpriced_requests = 11 [json_name = "unpriced_requests"];
+   */
+  unpricedRequests: bigint;
+
+  /**
+   * Prompt tokens, cached ones included.
+   *
+   * @generated from field: int64 prompt_tokens = 12 [json_name = "prompt_tokens"];
+   */
+  promptTokens: bigint;
+
+  /**
+   * Completion tokens, reasoning ones included.
+   *
+   * @generated from field: int64 completion_tokens = 13 [json_name = "completion_tokens"];
+   */
+  completionTokens: bigint;
+
+  /**
+   * Prompt tokens read from the provider's cache.
+   *
+   * @generated from field: int64 cached_tokens = 14 [json_name = "cached_tokens"];
+   */
+  cachedTokens: bigint;
+
+  /**
+   * Prompt tokens written to the provider's cache (Anthropic).
+   *
+   * @generated from field: int64 cache_write_tokens = 15 [json_name = "cache_write_tokens"];
+   */
+  cacheWriteTokens: bigint;
+
+  /**
+   * Completion tokens spent on reasoning.
+   *
+   * @generated from field: int64 reasoning_tokens = 16 [json_name = "reasoning_tokens"];
+   */
+  reasoningTokens: bigint;
+
+  /**
+   * Some of the tokens are Switchyard's estimates (the upstream reported none).
+   *
+   * @generated from field: bool tokens_estimated = 17 [json_name = "tokens_estimated"];
+   */
+  tokensEstimated: boolean;
+
+  /**
+   * Cost of the priced requests, USD.
+   *
+   * @generated from field: double cost_usd = 18 [json_name = "cost_usd"];
+   */
+  costUsd: number;
+
+  /**
+   * Median request latency, milliseconds.
+   *
+   * @generated from field: double latency_p50_ms = 19 [json_name = "latency_p50_ms"];
+   */
+  latencyP50Ms: number;
+
+  /**
+   * 95th percentile request latency, milliseconds.
+   *
+   * @generated from field: double latency_p95_ms = 20 [json_name = "latency_p95_ms"];
+   */
+  latencyP95Ms: number;
+
+  /**
+   * Median time to first token of the streamed requests, milliseconds.
+   *
+   * @generated from field: double ttft_p50_ms = 21 [json_name = "ttft_p50_ms"];
+   */
+  ttftP50Ms: number;
+
+  /**
+   * 95th percentile time to first token, milliseconds.
+   *
+   * @generated from field: double ttft_p95_ms = 22 [json_name = "ttft_p95_ms"];
+   */
+  ttftP95Ms: number;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.UsageGroup.
+ * Use `create(UsageGroupSchema)` to create a new message.
+ */
+export declare const UsageGroupSchema: GenMessage<UsageGroup>;
+
+/**
+ * ListRequestsRequest selects a page of usage records, newest first (same range
+ * rules as QueryUsageRequest).
+ *
+ * @generated from message switchyard.admin.v1.ListRequestsRequest
+ */
+export declare type ListRequestsRequest = Message<"switchyard.admin.v1.ListRequestsRequest"> & {
+  /**
+   * Start of the range, RFC 3339.
+   *
+   * @generated from field: string start_time = 1 [json_name = "start_time"];
+   */
+  startTime: string;
+
+  /**
+   * End of the range (exclusive), RFC 3339; default now.
+   *
+   * @generated from field: string end_time = 2 [json_name = "end_time"];
+   */
+  endTime: string;
+
+  /**
+   * Length of the range before end_time when start_time is unset; default 24h.
+   *
+   * @generated from field: string since = 3;
+   */
+  since: string;
+
+  /**
+   * Only this key's requests.
+   *
+   * @generated from field: string key_id = 4 [json_name = "key_id"];
+   */
+  keyId: string;
+
+  /**
+   * Only requests that asked for this model.
+   *
+   * @generated from field: string model = 5;
+   */
+  model: string;
+
+  /**
+   * Only requests whose final target is on this provider.
+   *
+   * @generated from field: string provider = 6;
+   */
+  provider: string;
+
+  /**
+   * Only requests answered with this HTTP status.
+   *
+   * @generated from field: int32 status = 7;
+   */
+  status: number;
+
+  /**
+   * Only requests that ended in an error.
+   *
+   * @generated from field: bool errors_only = 8 [json_name = "errors_only"];
+   */
+  errorsOnly: boolean;
+
+  /**
+   * Records per page (default 50, at most 1000).
+   *
+   * @generated from field: int32 page_size = 9 [json_name = "page_size"];
+   */
+  pageSize: number;
+
+  /**
+   * The previous page's next_page_token.
+   *
+   * @generated from field: string page_token = 10 [json_name = "page_token"];
+   */
+  pageToken: string;
+
+  /**
+   * Only the record of this request id (its x-request-id).
+   *
+   * @generated from field: string request_id = 11 [json_name = "request_id"];
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.ListRequestsRequest.
+ * Use `create(ListRequestsRequestSchema)` to create a new message.
+ */
+export declare const ListRequestsRequestSchema: GenMessage<ListRequestsRequest>;
+
+/**
+ * ListRequestsResponse is one page of records.
+ *
+ * @generated from message switchyard.admin.v1.ListRequestsResponse
+ */
+export declare type ListRequestsResponse = Message<"switchyard.admin.v1.ListRequestsResponse"> & {
+  /**
+   * The records, newest first.
+   *
+   * @generated from field: repeated switchyard.admin.v1.UsageRecord records = 1;
+   */
+  records: UsageRecord[];
+
+  /**
+   * Continues the listing; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2 [json_name = "next_page_token"];
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.ListRequestsResponse.
+ * Use `create(ListRequestsResponseSchema)` to create a new message.
+ */
+export declare const ListRequestsResponseSchema: GenMessage<ListRequestsResponse>;
+
+/**
+ * UsageRecord is what one request did (no prompt or completion text).
+ *
+ * @generated from message switchyard.admin.v1.UsageRecord
+ */
+export declare type UsageRecord = Message<"switchyard.admin.v1.UsageRecord"> & {
+  /**
+   * When the request arrived, RFC 3339 with fractions.
+   *
+   * @generated from field: string time = 1;
+   */
+  time: string;
+
+  /**
+   * The request's x-request-id.
+   *
+   * @generated from field: string request_id = 2 [json_name = "request_id"];
+   */
+  requestId: string;
+
+  /**
+   * rest or grpc.
+   *
+   * @generated from field: string surface = 3;
+   */
+  surface: string;
+
+  /**
+   * chat, messages or embeddings.
+   *
+   * @generated from field: string endpoint = 4;
+   */
+  endpoint: string;
+
+  /**
+   * A streamed answer.
+   *
+   * @generated from field: bool stream = 5;
+   */
+  stream: boolean;
+
+  /**
+   * The caller's key id.
+   *
+   * @generated from field: string key_id = 6 [json_name = "key_id"];
+   */
+  keyId: string;
+
+  /**
+   * The model asked for.
+   *
+   * @generated from field: string model = 7;
+   */
+  model: string;
+
+  /**
+   * Set when model named a virtual model.
+   *
+   * @generated from field: string virtual_model = 8 [json_name = "virtual_model"];
+   */
+  virtualModel: string;
+
+  /**
+   * The final target's provider.
+   *
+   * @generated from field: string provider = 9;
+   */
+  provider: string;
+
+  /**
+   * The final target's model.
+   *
+   * @generated from field: string target_model = 10 [json_name = "target_model"];
+   */
+  targetModel: string;
+
+  /**
+   * Every upstream attempt, in the order they ended.
+   *
+   * @generated from field: repeated switchyard.admin.v1.UsageAttempt attempts = 11;
+   */
+  attempts: UsageAttempt[];
+
+  /**
+   * Moves to a backup target.
+   *
+   * @generated from field: int32 failovers = 12;
+   */
+  failovers: number;
+
+  /**
+   * Targets a broken stream was continued on.
+   *
+   * @generated from field: int32 resumes = 13;
+   */
+  resumes: number;
+
+  /**
+   * A backup was started beside a slow first target.
+   *
+   * @generated from field: bool hedged = 14;
+   */
+  hedged: boolean;
+
+  /**
+   * Prompt tokens, cached ones included.
+   *
+   * @generated from field: int64 prompt_tokens = 15 [json_name = "prompt_tokens"];
+   */
+  promptTokens: bigint;
+
+  /**
+   * Completion tokens, reasoning ones included.
+   *
+   * @generated from field: int64 completion_tokens = 16 [json_name = "completion_tokens"];
+   */
+  completionTokens: bigint;
+
+  /**
+   * Prompt tokens read from the cache.
+   *
+   * @generated from field: int64 cached_tokens = 17 [json_name = "cached_tokens"];
+   */
+  cachedTokens: bigint;
+
+  /**
+   * Prompt tokens written to the cache.
+   *
+   * @generated from field: int64 cache_write_tokens = 18 [json_name = "cache_write_tokens"];
+   */
+  cacheWriteTokens: bigint;
+
+  /**
+   * Completion tokens spent on reasoning.
+   *
+   * @generated from field: int64 reasoning_tokens = 19 [json_name = "reasoning_tokens"];
+   */
+  reasoningTokens: bigint;
+
+  /**
+   * The tokens are Switchyard's estimate (the upstream reported none).
+   *
+   * @generated from field: bool tokens_estimated = 20 [json_name = "tokens_estimated"];
+   */
+  tokensEstimated: boolean;
+
+  /**
+   * Cost in USD; unset when the target has no price.
+   *
+   * @generated from field: optional double cost_usd = 21 [json_name = "cost_usd"];
+   */
+  costUsd?: number | undefined;
+
+  /**
+   * Whole request latency, milliseconds.
+   *
+   * @generated from field: double latency_ms = 22 [json_name = "latency_ms"];
+   */
+  latencyMs: number;
+
+  /**
+   * Time to first token of a stream, milliseconds (0: none).
+   *
+   * @generated from field: double ttft_ms = 23 [json_name = "ttft_ms"];
+   */
+  ttftMs: number;
+
+  /**
+   * HTTP status answered.
+   *
+   * @generated from field: int32 status = 24;
+   */
+  status: number;
+
+  /**
+   * The error's code ("" on success).
+   *
+   * @generated from field: string error_code = 25 [json_name = "error_code"];
+   */
+  errorCode: string;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.UsageRecord.
+ * Use `create(UsageRecordSchema)` to create a new message.
+ */
+export declare const UsageRecordSchema: GenMessage<UsageRecord>;
+
+/**
+ * UsageAttempt is one upstream attempt.
+ *
+ * @generated from message switchyard.admin.v1.UsageAttempt
+ */
+export declare type UsageAttempt = Message<"switchyard.admin.v1.UsageAttempt"> & {
+  /**
+   * provider/model.
+   *
+   * @generated from field: string target = 1;
+   */
+  target: string;
+
+  /**
+   * ok, or the failure's kind (status, timeout, transport_error, cancelled, ...).
+   *
+   * @generated from field: string outcome = 2;
+   */
+  outcome: string;
+
+  /**
+   * The upstream's HTTP status (0: none).
+   *
+   * @generated from field: int32 status = 3;
+   */
+  status: number;
+
+  /**
+   * The attempt's duration, milliseconds.
+   *
+   * @generated from field: double latency_ms = 4 [json_name = "latency_ms"];
+   */
+  latencyMs: number;
+};
+
+/**
+ * Describes the message switchyard.admin.v1.UsageAttempt.
+ * Use `create(UsageAttemptSchema)` to create a new message.
+ */
+export declare const UsageAttemptSchema: GenMessage<UsageAttempt>;
+
+/**
  * BreakerState is a circuit breaker's state.
  *
  * @generated from enum switchyard.admin.v1.BreakerState
@@ -741,6 +1774,88 @@ export declare const AdminService: GenService<{
     methodKind: "unary";
     input: typeof ListProvidersRequestSchema;
     output: typeof ListProvidersResponseSchema;
+  },
+  /**
+   * --- keys ---
+   * CreateKey makes a virtual key: an API key for one calling service, with its
+   * model allowlist, limits and optional expiry. The response carries the secret
+   * ("sk-sy-..."), shown this once: only its SHA-256 is kept.
+   *
+   * @generated from rpc switchyard.admin.v1.AdminService.CreateKey
+   */
+  createKey: {
+    methodKind: "unary";
+    input: typeof CreateKeyRequestSchema;
+    output: typeof CreateKeyResponseSchema;
+  },
+  /**
+   * ListKeys returns every virtual key, revoked ones included (never a secret).
+   *
+   * @generated from rpc switchyard.admin.v1.AdminService.ListKeys
+   */
+  listKeys: {
+    methodKind: "unary";
+    input: typeof ListKeysRequestSchema;
+    output: typeof ListKeysResponseSchema;
+  },
+  /**
+   * GetKey returns one virtual key by id.
+   *
+   * @generated from rpc switchyard.admin.v1.AdminService.GetKey
+   */
+  getKey: {
+    methodKind: "unary";
+    input: typeof GetKeyRequestSchema;
+    output: typeof GetKeyResponseSchema;
+  },
+  /**
+   * UpdateKey changes a key's name, models, limits, expiry or budget; fields left
+   * out stay as they are. The secret stays the same. In force on the next request.
+   *
+   * @generated from rpc switchyard.admin.v1.AdminService.UpdateKey
+   */
+  updateKey: {
+    methodKind: "unary";
+    input: typeof UpdateKeyRequestSchema;
+    output: typeof UpdateKeyResponseSchema;
+  },
+  /**
+   * RevokeKey revokes a key at once: it is refused from the next request on, and
+   * stays listed as revoked.
+   *
+   * @generated from rpc switchyard.admin.v1.AdminService.RevokeKey
+   */
+  revokeKey: {
+    methodKind: "unary";
+    input: typeof RevokeKeyRequestSchema;
+    output: typeof RevokeKeyResponseSchema;
+  },
+  /**
+   * --- end keys ---
+   * --- usage ---
+   * QueryUsage aggregates the usage ledger over a time range: requests, tokens by
+   * kind, cost, errors and p50/p95 latency and time to first token, grouped by any
+   * of key, model, provider, status, virtual_model, endpoint, target and by hour
+   * or day. "Spend by key and model for the last day":
+   * GET /admin/v1/usage?since=24h&group_by=key&group_by=model.
+   *
+   * @generated from rpc switchyard.admin.v1.AdminService.QueryUsage
+   */
+  queryUsage: {
+    methodKind: "unary";
+    input: typeof QueryUsageRequestSchema;
+    output: typeof QueryUsageResponseSchema;
+  },
+  /**
+   * ListRequests lists usage records newest first, paged and filtered ("why did
+   * this request fail": errors_only, request_id).
+   *
+   * @generated from rpc switchyard.admin.v1.AdminService.ListRequests
+   */
+  listRequests: {
+    methodKind: "unary";
+    input: typeof ListRequestsRequestSchema;
+    output: typeof ListRequestsResponseSchema;
   },
 }>;
 

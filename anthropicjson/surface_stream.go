@@ -1,0 +1,190 @@
+package anthropicjson
+
+import (
+	"encoding/json"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+)
+
+// EventWriter turns the chunks of an OpenAI chat completion stream into
+// Anthropic's stream events, as the Anthropic SDKs read them: message_start (on
+// the first chunk, usage zero: the chat wire counts tokens at the end), then per
+// content block content_block_start, its deltas (thinking_delta for reasoning,
+// text_delta, input_json_delta for tool call arguments) and content_block_stop,
+// indexes counting from 0 in order; End writes message_delta (stop_reason and the
+// usage, input tokens included) and message_stop. Only choice 0 is read. A
+// stream that does not end well is never ended with End: the caller writes an
+// error event instead.
+type EventWriter struct {
+	model string
+	emit  func(typ string, data []byte) error
+
+	started bool
+	// open is the index of the open block (-1: none), kind its type.
+	open int
+	kind string
+	next int
+	// tools maps a tool call's index to its block.
+	tools  map[int32]int
+	finish string
+	// refused: the answer was a refusal (stop_reason refusal).
+	refused bool
+	usage   *pb.Usage
+}
+
+// NewEventWriter returns a writer calling emit with each event's type and data.
+// model names the model in message_start when the first chunk names none.
+func NewEventWriter(model string, emit func(typ string, data []byte) error) *EventWriter {
+	return &EventWriter{model: model, emit: emit, open: -1}
+}
+
+// Chunk writes the events c makes.
+func (w *EventWriter) Chunk(c *pb.ChatCompletionChunk) error {
+	if !w.started {
+		w.started = true
+		model := c.GetModel()
+		if model == "" {
+			model = w.model
+		}
+		start := MessageStartEvent{Type: EventMessageStart, Message: Response{ID: MessageID(c.GetId()), Type: "message",
+			Role: "assistant", Model: model, Usage: Usage{}}}
+		if err := w.event(EventMessageStart, start); err != nil {
+			return err
+		}
+	}
+	if u := c.GetUsage(); u != nil {
+		w.usage = u
+	}
+	for _, ch := range c.GetChoices() {
+		if ch.GetIndex() != 0 {
+			continue
+		}
+		if err := w.delta(ch.GetDelta()); err != nil {
+			return err
+		}
+		if f := ch.GetFinishReason(); f != "" {
+			w.finish = f
+		}
+	}
+	return nil
+}
+
+func (w *EventWriter) delta(d *pb.ChatDelta) error {
+	if r := surfaceReasoning(d.GetExtra()); r != "" {
+		if err := w.ensure(BlockThinking, ContentBlock{Type: BlockThinking}); err != nil {
+			return err
+		}
+		if err := w.blockDelta(Delta{Type: DeltaThinking, Thinking: r}); err != nil {
+			return err
+		}
+	}
+	text := d.GetContent() + d.GetRefusal()
+	if text != "" {
+		w.refused = w.refused || d.GetRefusal() != ""
+		if err := w.ensure(BlockText, ContentBlock{Type: BlockText}); err != nil {
+			return err
+		}
+		if err := w.blockDelta(Delta{Type: DeltaText, Text: text}); err != nil {
+			return err
+		}
+	}
+	for _, tc := range d.GetToolCalls() {
+		if err := w.toolCall(tc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// toolCall starts a tool_use block for a call's first piece (the one with its id)
+// and writes its arguments as input_json_delta on that call's block.
+func (w *EventWriter) toolCall(tc *pb.ToolCall) error {
+	if w.tools == nil {
+		w.tools = map[int32]int{}
+	}
+	i := tc.GetIndex()
+	block, seen := w.tools[i]
+	if !seen {
+		if err := w.start(BlockToolUse, ContentBlock{Type: BlockToolUse, ID: tc.GetId(), Name: tc.GetFunction().GetName(),
+			Input: json.RawMessage("{}")}); err != nil {
+			return err
+		}
+		block = w.open
+		w.tools[i] = block
+	}
+	args := tc.GetFunction().GetArguments()
+	if args == "" {
+		return nil
+	}
+	return w.event(EventContentBlockDelta, ContentBlockDeltaEvent{Type: EventContentBlockDelta, Index: block,
+		Delta: Delta{Type: DeltaInputJSON, PartialJSON: args}})
+}
+
+// ensure makes the open block one of kind, starting b if it is not.
+func (w *EventWriter) ensure(kind string, b ContentBlock) error {
+	if w.open >= 0 && w.kind == kind {
+		return nil
+	}
+	return w.start(kind, b)
+}
+
+func (w *EventWriter) start(kind string, b ContentBlock) error {
+	if err := w.stop(); err != nil {
+		return err
+	}
+	w.open, w.kind = w.next, kind
+	w.next++
+	return w.event(EventContentBlockStart, ContentBlockStartEvent{Type: EventContentBlockStart, Index: w.open, ContentBlock: b})
+}
+
+func (w *EventWriter) blockDelta(d Delta) error {
+	return w.event(EventContentBlockDelta, ContentBlockDeltaEvent{Type: EventContentBlockDelta, Index: w.open, Delta: d})
+}
+
+// stop closes the open block, if any.
+func (w *EventWriter) stop() error {
+	if w.open < 0 {
+		return nil
+	}
+	i := w.open
+	w.open = -1
+	return w.event(EventContentBlockStop, ContentBlockStopEvent{Type: EventContentBlockStop, Index: i})
+}
+
+// End writes the end of a stream that ended well: the open block's stop,
+// message_delta and message_stop. A stream with no chunk at all gets its
+// message_start first, so that what the client reads is a whole message.
+func (w *EventWriter) End() error {
+	if !w.started {
+		if err := w.Chunk(&pb.ChatCompletionChunk{}); err != nil {
+			return err
+		}
+	}
+	if err := w.stop(); err != nil {
+		return err
+	}
+	finish := w.finish
+	if w.refused && (finish == "stop" || finish == "") {
+		finish = "content_filter"
+	}
+	stop := StopReasonFor(finish)
+	u := surfaceUsage(w.usage)
+	delta := MessageDeltaEvent{Type: EventMessageDelta, Delta: MessageDelta{StopReason: &stop},
+		Usage: DeltaUsage{InputTokens: &u.InputTokens, OutputTokens: u.OutputTokens, CacheReadInputTokens: u.CacheReadInputTokens,
+			CacheCreationInputTokens: u.CacheCreationInputTokens}}
+	if err := w.event(EventMessageDelta, delta); err != nil {
+		return err
+	}
+	return w.event(EventMessageStop, TypeOnlyEvent{Type: EventMessageStop})
+}
+
+// Usage is the usage the stream reported so far (nil: none yet).
+func (w *EventWriter) Usage() *pb.Usage { return w.usage }
+
+func (w *EventWriter) event(typ string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return w.emit(typ, data)
+}

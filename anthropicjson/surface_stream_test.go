@@ -1,0 +1,131 @@
+package anthropicjson
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/stretchr/testify/require"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/openaijson"
+)
+
+type surfaceEvent struct{ typ, data string }
+
+// surfaceEvents runs chunks (OpenAI chunk JSON) through an EventWriter; end says
+// whether the stream ended well (End).
+func surfaceEvents(t *testing.T, chunks []string, end bool) []surfaceEvent {
+	t.Helper()
+	var out []surfaceEvent
+	w := NewEventWriter("fallback", func(typ string, data []byte) error {
+		out = append(out, surfaceEvent{typ, string(data)})
+		return nil
+	})
+	for _, c := range chunks {
+		chunk := &pb.ChatCompletionChunk{}
+		require.NoError(t, openaijson.UnmarshalChunk([]byte(c), chunk))
+		require.NoError(t, w.Chunk(chunk))
+	}
+	if end {
+		require.NoError(t, w.End())
+	}
+	return out
+}
+
+const chunkHead = `{"id":"chatcmpl-s1","object":"chat.completion.chunk","created":1,"model":"gpt-4o",`
+
+func TestEventWriterFraming(t *testing.T) {
+	t.Parallel()
+	got := surfaceEvents(t, []string{
+		chunkHead + `"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
+		chunkHead + `"choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}`,
+		chunkHead + `"choices":[{"index":0,"delta":{"content":" world"},"finish_reason":null}]}`,
+		chunkHead + `"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+		chunkHead + `"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":4}}}`,
+	}, true)
+	want := []surfaceEvent{
+		{"message_start", `{"type":"message_start","message":{"id":"msg_s1","type":"message","role":"assistant","model":"gpt-4o","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0}}}`},
+		{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
+		{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}`},
+		{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" world"}}`},
+		{"content_block_stop", `{"type":"content_block_stop","index":0}`},
+		{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":6,"output_tokens":2,"cache_creation_input_tokens":0,"cache_read_input_tokens":4}}`},
+		{"message_stop", `{"type":"message_stop"}`},
+	}
+	require.Equal(t, len(want), len(got), "%v", got)
+	for i := range want {
+		require.Equal(t, want[i].typ, got[i].typ, i)
+		require.JSONEq(t, want[i].data, got[i].data, i)
+	}
+}
+
+// TestEventWriterAccumulatesInTheGoSDK feeds the events to anthropic-sdk-go's own
+// accumulator: thinking, text and two tool calls with their arguments in pieces
+// become the blocks, indexes and stop reason the SDK expects.
+func TestEventWriterAccumulatesInTheGoSDK(t *testing.T) {
+	t.Parallel()
+	got := surfaceEvents(t, []string{
+		chunkHead + `"choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}`,
+		chunkHead + `"choices":[{"index":0,"delta":{"reasoning_content":"Let me "},"finish_reason":null}]}`,
+		chunkHead + `"choices":[{"index":0,"delta":{"reasoning_content":"think."},"finish_reason":null}]}`,
+		chunkHead + `"choices":[{"index":0,"delta":{"content":"Checking both."},"finish_reason":null}]}`,
+		chunkHead + `"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"weather","arguments":""}}]},"finish_reason":null}]}`,
+		chunkHead + `"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]},"finish_reason":null}]}`,
+		chunkHead + `"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]},"finish_reason":null}]}`,
+		chunkHead + `"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"time","arguments":"{}"}}]},"finish_reason":null}]}`,
+		chunkHead + `"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":30,"completion_tokens":9,"total_tokens":39}}`,
+	}, true)
+	var msg anthropic.Message
+	for _, ev := range got {
+		var e anthropic.MessageStreamEventUnion
+		require.NoError(t, e.UnmarshalJSON([]byte(ev.data)))
+		require.Equal(t, ev.typ, e.Type)
+		require.NoError(t, msg.Accumulate(e), ev.data)
+	}
+	require.Equal(t, "msg_s1", msg.ID)
+	require.Equal(t, anthropic.StopReasonToolUse, msg.StopReason)
+	require.Equal(t, int64(30), msg.Usage.InputTokens)
+	require.Equal(t, int64(9), msg.Usage.OutputTokens)
+	require.Len(t, msg.Content, 4)
+	require.Equal(t, "Let me think.", msg.Content[0].Thinking)
+	require.Equal(t, "Checking both.", msg.Content[1].Text)
+	require.Equal(t, "call_a", msg.Content[2].ID)
+	require.Equal(t, "weather", msg.Content[2].Name)
+	require.JSONEq(t, `{"city":"Paris"}`, string(msg.Content[2].Input))
+	require.Equal(t, "time", msg.Content[3].Name)
+	require.JSONEq(t, `{}`, string(msg.Content[3].Input))
+	var last map[string]any
+	require.NoError(t, json.Unmarshal([]byte(got[len(got)-1].data), &last))
+	require.Equal(t, "message_stop", last["type"])
+}
+
+func TestEventWriterWithoutEndWritesNoStop(t *testing.T) {
+	t.Parallel()
+	got := surfaceEvents(t, []string{chunkHead + `"choices":[{"index":0,"delta":{"content":"cut"},"finish_reason":null}]}`}, false)
+	for _, ev := range got {
+		require.NotEqual(t, "message_stop", ev.typ)
+		require.NotEqual(t, "message_delta", ev.typ)
+	}
+}
+
+func TestEventWriterEmptyStreamIsStillAMessage(t *testing.T) {
+	t.Parallel()
+	got := surfaceEvents(t, nil, true)
+	types := make([]string, len(got))
+	for i, ev := range got {
+		types[i] = ev.typ
+	}
+	require.Equal(t, []string{"message_start", "message_delta", "message_stop"}, types)
+	require.Contains(t, got[0].data, `"model":"fallback"`)
+}
+
+func TestEventWriterRefusal(t *testing.T) {
+	t.Parallel()
+	got := surfaceEvents(t, []string{
+		chunkHead + `"choices":[{"index":0,"delta":{"refusal":"No."},"finish_reason":null}]}`,
+		chunkHead + `"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+	}, true)
+	require.Contains(t, got[len(got)-2].data, `"stop_reason":"refusal"`)
+	require.Contains(t, got[2].data, `"text":"No."`)
+}

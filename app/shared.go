@@ -1,0 +1,82 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/metrics"
+	"github.com/switchyard/switchyard/redisstate"
+	"github.com/switchyard/switchyard/router"
+	"github.com/switchyard/switchyard/server"
+)
+
+// redisShared is the shared state of several replicas (state.redis.url): limits,
+// keys, virtual models and admin breaker changes in Redis. Nil in embedded mode.
+type redisShared struct {
+	client *redisstate.Client
+	limits *redisstate.Limits
+	keys   *redisstate.Keys
+	vms    *redisstate.VirtualModels
+	brk    *redisstate.Breakers
+	stop   func()
+}
+
+// openRedis connects to state.redis.url (lazily: a Redis down at start is an
+// outage like any other) and says which mode is in force; nil in embedded mode.
+func openRedis(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) (*redisShared, error) {
+	r := cfg.State.Redis
+	if !r.Enabled() {
+		log.Warn("state: EMBEDDED mode (no state.redis.url): limits are counted PER PROCESS, keys and virtual models "+
+			"live in data_dir; run ONE replica, or set state.redis.url so that limits and admin changes hold across replicas",
+			"data_dir", cfg.Server.DataDir)
+		return nil, nil
+	}
+	c, err := redisstate.Open(redisstate.Config{URL: string(r.URL), OnError: r.OnError, Timeout: r.Timeout,
+		ResyncInterval: r.ResyncInterval, Prefix: r.Prefix, Log: log, Registerer: m.Registry()})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("state: SHARED mode (Redis): limits, virtual keys, API-made virtual models and admin breaker trips/resets "+
+		"are shared by every replica; breaker failure counting stays per replica",
+		"on_error", r.OnError, "timeout", r.Timeout.String(), "resync_interval", r.ResyncInterval.String(), "prefix", r.Prefix)
+	return &redisShared{client: c, limits: redisstate.NewLimits(c), keys: redisstate.NewKeys(c)}, nil
+}
+
+// state is the limits backend and key store the rest of the app uses.
+func (s *redisShared) state() state { return state{limits: s.limits, keys: s.keys} }
+
+// follow makes rt's API-made virtual models and admin breaker changes the shared
+// ones, loads the shared state once (bounded by ctx) and follows it.
+func (s *redisShared) follow(ctx context.Context, rt *router.Router, cfg *config.Config) {
+	s.vms = redisstate.NewVirtualModels(s.client, rt, cfg.Failover)
+	s.brk = redisstate.NewBreakers(s.client, rt)
+	s.stop = s.client.Start(ctx)
+}
+
+// breakers is the server's BreakerSync (nil in embedded mode).
+func (s *redisShared) breakers() server.BreakerSync {
+	if s == nil {
+		return nil
+	}
+	return s.brk
+}
+
+// ready is the server's SharedReady (nil in embedded mode).
+func (s *redisShared) ready() func() (bool, string) {
+	if s == nil {
+		return nil
+	}
+	return s.client.Ready
+}
+
+// close stops following and closes the connections.
+func (s *redisShared) close() {
+	if s == nil {
+		return
+	}
+	if s.stop != nil {
+		s.stop()
+	}
+	_ = s.client.Close()
+}

@@ -1,0 +1,241 @@
+package keys
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchyard/switchyard/limits"
+)
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func newClock() *fakeClock { return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+
+func TestAllows(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name                   string
+		models                 []string
+		asked, provider, model string
+		want                   bool
+	}{
+		{"star", []string{"*"}, "anything", "", "", true},
+		{"provider/model asked as such", []string{"openai/gpt-4o"}, "openai/gpt-4o", "openai", "gpt-4o", true},
+		{"provider/model asked bare", []string{"openai/gpt-4o"}, "gpt-4o", "openai", "gpt-4o", true},
+		{"provider/model on another provider", []string{"openai/gpt-4o"}, "azure/gpt-4o", "azure", "gpt-4o", false},
+		{"bare entry on any provider", []string{"gpt-4o"}, "azure/gpt-4o", "azure", "gpt-4o", true},
+		{"provider wildcard", []string{"openai/*"}, "openai/o3", "openai", "o3", true},
+		{"provider wildcard, other provider", []string{"openai/*"}, "azure/o3", "azure", "o3", false},
+		{"virtual model by name", []string{"chain"}, "chain", "", "", true},
+		{"virtual model not listed", []string{"openai/gpt-4o"}, "chain", "", "", false},
+		{"a virtual model's target does not allow the virtual model", []string{"gpt-4o"}, "chain", "", "", false},
+		{"unknown model", []string{"openai/gpt-4o"}, "nope", "", "", false},
+		{"empty allowlist", nil, "gpt-4o", "openai", "gpt-4o", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			k := Key{Models: tt.models}
+			require.Equal(t, tt.want, k.Allows(tt.asked, tt.provider, tt.model))
+		})
+	}
+}
+
+func TestSpecValidate(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name  string
+		spec  Spec
+		field string // "" = valid
+	}{
+		{"valid", Spec{Name: "svc", Models: []string{"*"}}, ""},
+		{"no name", Spec{Name: "  ", Models: []string{"*"}}, "name"},
+		{"long name", Spec{Name: strings.Repeat("x", 129), Models: []string{"*"}}, "name"},
+		{"no models", Spec{Name: "svc"}, "models"},
+		{"empty model", Spec{Name: "svc", Models: []string{"a", " "}}, "models[1]"},
+		{"negative rpm", Spec{Name: "svc", Models: []string{"*"}, Limits: limits.Limits{RPM: -1}}, "limits.rpm"},
+		{"past expiry", Spec{Name: "svc", Models: []string{"*"}, ExpiresAt: now}, "expires_at"},
+		{"future expiry", Spec{Name: "svc", Models: []string{"*"}, ExpiresAt: now.Add(time.Second)}, ""},
+		{"negative budget", Spec{Name: "svc", Models: []string{"*"}, BudgetUSD: -1}, "budget_usd"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := tt.spec.Validate(now)
+			if tt.field == "" {
+				require.NoError(t, err)
+				return
+			}
+			var ie *InvalidError
+			require.ErrorAs(t, err, &ie)
+			require.ErrorIs(t, err, ErrInvalid)
+			require.Equal(t, tt.field, ie.Field)
+		})
+	}
+}
+
+func TestRegistryLifecycle(t *testing.T) {
+	t.Parallel()
+	for name, open := range map[string]func(t *testing.T) Store{
+		"memory": func(*testing.T) Store { return NewMemoryStore() },
+		"file": func(t *testing.T) Store {
+			f, err := OpenFile(t.TempDir())
+			require.NoError(t, err)
+			return f
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			clk := newClock()
+			r, err := NewRegistry(ctx, open(t), clk, nil)
+			require.NoError(t, err)
+			defer r.Close()
+
+			k, secret, err := r.Create(ctx, Spec{Name: "billing", Models: []string{"openai/gpt-4o"},
+				Limits: limits.Limits{RPM: 10}, ExpiresAt: clk.Now().Add(time.Hour)})
+			require.NoError(t, err)
+			require.True(t, strings.HasPrefix(secret, SecretPrefix))
+			require.Len(t, secret, len(SecretPrefix)+43, "32 random bytes, base64url")
+			require.True(t, strings.HasPrefix(secret, k.Prefix))
+			require.Len(t, k.Prefix, len(SecretPrefix)+6)
+			require.Equal(t, HashOf(secret), k.Hash)
+			require.True(t, strings.HasPrefix(k.ID, "key_"))
+
+			got, err := r.Authenticate(secret)
+			require.NoError(t, err)
+			require.Equal(t, k.ID, got.ID)
+			_, err = r.Authenticate(secret + "x")
+			require.ErrorIs(t, err, ErrUnknown)
+			_, err = r.Authenticate("not-a-key")
+			require.ErrorIs(t, err, ErrUnknown)
+
+			up, err := r.Update(ctx, k.ID, func(s *Spec) error {
+				s.Limits.RPM, s.Models = 20, []string{"*"}
+				return nil
+			})
+			require.NoError(t, err)
+			require.Equal(t, 20, up.Limits.RPM)
+			require.Equal(t, k.Hash, up.Hash, "an update keeps the secret")
+			got, err = r.Authenticate(secret)
+			require.NoError(t, err)
+			require.True(t, got.AllowsAll())
+
+			_, err = r.Update(ctx, k.ID, func(s *Spec) error { s.Name = ""; return nil })
+			require.ErrorIs(t, err, ErrInvalid)
+			_, err = r.Update(ctx, "key_nope", func(*Spec) error { return nil })
+			require.ErrorIs(t, err, ErrNotFound)
+
+			clk.Advance(time.Hour)
+			_, err = r.Authenticate(secret)
+			require.ErrorIs(t, err, ErrExpired)
+			_, err = r.Update(ctx, k.ID, func(s *Spec) error { s.Name = "renamed"; return nil })
+			require.NoError(t, err, "an unchanged, passed expiry does not block other changes")
+			_, err = r.Update(ctx, k.ID, func(s *Spec) error { s.ExpiresAt = time.Time{}; return nil })
+			require.NoError(t, err, "the expiry can be lifted")
+			_, err = r.Authenticate(secret)
+			require.NoError(t, err)
+
+			rk, err := r.Revoke(ctx, k.ID)
+			require.NoError(t, err)
+			require.False(t, rk.RevokedAt.IsZero())
+			_, err = r.Authenticate(secret)
+			require.ErrorIs(t, err, ErrRevoked)
+			_, err = r.Update(ctx, k.ID, func(*Spec) error { return nil })
+			require.ErrorIs(t, err, ErrRevoked)
+			list := r.List()
+			require.Len(t, list, 1, "a revoked key stays listed")
+			require.Equal(t, "renamed", list[0].Name)
+		})
+	}
+}
+
+func TestFileStorePersistsHashesOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	f, err := OpenFile(dir)
+	require.NoError(t, err)
+	r, err := NewRegistry(ctx, f, nil, nil)
+	require.NoError(t, err)
+	k, secret, err := r.Create(ctx, Spec{Name: "svc", Models: []string{"*"}, Limits: limits.Limits{TPM: 5}})
+	require.NoError(t, err)
+	r.Close()
+
+	raw, err := os.ReadFile(filepath.Join(dir, FileName))
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), secret)
+	require.Contains(t, string(raw), k.Hash)
+	info, err := os.Stat(filepath.Join(dir, FileName))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no temporary file left behind")
+
+	// A restart finds the key again.
+	f2, err := OpenFile(dir)
+	require.NoError(t, err)
+	r2, err := NewRegistry(ctx, f2, nil, nil)
+	require.NoError(t, err)
+	got, err := r2.Authenticate(secret)
+	require.NoError(t, err)
+	require.Equal(t, k, *got)
+}
+
+func TestRegistryFollowsTheStore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := NewMemoryStore()
+	a, err := NewRegistry(ctx, st, nil, nil)
+	require.NoError(t, err)
+	b, err := NewRegistry(ctx, st, nil, nil) // another replica on a shared store
+	require.NoError(t, err)
+	k, secret, err := a.Create(ctx, Spec{Name: "svc", Models: []string{"*"}})
+	require.NoError(t, err)
+	_, err = b.Authenticate(secret)
+	require.NoError(t, err, "b heard of a's key")
+	_, err = a.Revoke(ctx, k.ID)
+	require.NoError(t, err)
+	_, err = b.Authenticate(secret)
+	require.ErrorIs(t, err, ErrRevoked, "b heard of the revocation")
+	b.Close()
+	require.NoError(t, st.Delete(ctx, k.ID))
+	_, err = b.Get(k.ID)
+	require.NoError(t, err, "a closed registry no longer follows")
+	_, err = a.Get(k.ID)
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+func TestBrokenStoreFileIsAnError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, FileName), []byte("keys: [{nope: 1}]\n"), 0o600))
+	f, err := OpenFile(dir)
+	require.NoError(t, err)
+	_, err = NewRegistry(context.Background(), f, nil, nil)
+	require.ErrorContains(t, err, FileName)
+}

@@ -1,0 +1,25 @@
+package providers
+
+import pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+
+// reasoningKeys are the delta members upstreams stream reasoning in.
+var reasoningKeys = []string{"reasoning_content", "reasoning"}
+
+// HasContent reports whether chunk starts the answer: text, reasoning, a refusal,
+// a tool-call delta, or a finish (an empty answer is an answer). A role-only
+// chunk, or one without choices, does not. A stream's call returns at its first
+// chunk with content (first_token_timeout bounds the wait for it).
+func HasContent(chunk *pb.ChatCompletionChunk) bool {
+	for _, ch := range chunk.GetChoices() {
+		d := ch.GetDelta()
+		if d.GetContent() != "" || d.GetRefusal() != "" || len(d.GetToolCalls()) > 0 || ch.GetFinishReason() != "" {
+			return true
+		}
+		for _, k := range reasoningKeys {
+			if v := d.GetExtra().GetFields()[k]; v != nil && v.GetStringValue() != "" {
+				return true
+			}
+		}
+	}
+	return false
+}

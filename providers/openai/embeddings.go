@@ -1,0 +1,75 @@
+package openai
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/openaijson"
+	"github.com/switchyard/switchyard/providers"
+)
+
+// MaxEmbeddingsResponseBytes bounds what Switchyard reads of one embeddings
+// answer. Embeddings are far larger than chat answers: 2048 inputs (OpenAI's
+// limit) of 1536 floats are some 40 MB of JSON, 3072 floats twice that, so the
+// bound is 128 MiB instead of MaxResponseBytes; base64 answers are a third of the
+// size. Larger answers are unreadable (502).
+const MaxEmbeddingsResponseBytes = 128 << 20
+
+// Embed sends POST {base_url}/embeddings (Azure: the deployment's embeddings URL)
+// with the client's request, its model replaced by a.Model.
+func (c *Client) Embed(ctx context.Context, a providers.Attempt, req *pb.CreateEmbeddingsRequest) (*pb.CreateEmbeddingsResponse, error) {
+	if c.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, c.cfg.Timeout, errAttemptTimeout)
+		defer cancel()
+	}
+	body := openaijson.AppendEmbeddingsRequest(make([]byte, 0, 256), req, c.bodyModel(a.Model))
+	hr, err := c.newRequest(ctx, http.MethodPost, c.endpoint(a.Model, "embeddings"), body, &providers.Request{Attempt: a})
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.http.Do(hr)
+	if err != nil {
+		return nil, c.transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		eb, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
+		if err != nil {
+			return nil, c.transportError(ctx, err)
+		}
+		return nil, c.parseError(resp.StatusCode, resp.Header, eb)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxEmbeddingsResponseBytes+1))
+	if err != nil {
+		return nil, c.transportError(ctx, err)
+	}
+	if len(data) > MaxEmbeddingsResponseBytes {
+		return nil, c.unreadable("returned an unreadable response",
+			fmt.Errorf("larger than the %d MiB Switchyard reads", MaxEmbeddingsResponseBytes>>20))
+	}
+	if e := c.hiddenError(data); e != nil {
+		return nil, e
+	}
+	out := &pb.CreateEmbeddingsResponse{}
+	if err := openaijson.UnmarshalEmbeddingsResponse(data, out); err != nil {
+		return nil, c.unreadable("returned an unreadable response", err)
+	}
+	if len(out.GetData()) == 0 {
+		return nil, &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Err: providers.ErrEmptyResponse,
+			Message: "provider returned no embeddings", Code: "empty_response", Kind: providers.KindNoChoices}
+	}
+	if out.Object == "" {
+		out.Object = "list"
+	}
+	if out.Model == "" {
+		out.Model = a.Model
+	}
+	if out.Usage == nil {
+		out.Usage = &pb.EmbeddingsUsage{}
+	}
+	return out, nil
+}

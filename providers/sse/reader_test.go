@@ -1,0 +1,118 @@
+package sse
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchyard/switchyard/providers"
+)
+
+type event struct{ typ, data string }
+
+func readEvents(t *testing.T, in string, size int) ([]event, error) {
+	t.Helper()
+	r := Buffered(bufio.NewReaderSize(strings.NewReader(in), size))
+	var out []event
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			return out, err
+		}
+		out = append(out, event{ev.Type, string(ev.Data)})
+	}
+}
+
+func TestReaderEvents(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		in   string
+		want []event
+		err  error
+	}{
+		{"openai data only", "data: {\"a\":1}\n\ndata: [DONE]\n\n", []event{{"", `{"a":1}`}, {"", "[DONE]"}}, io.EOF},
+		{"anthropic framing", "event: message_start\ndata: {\"type\":\"message_start\"}\n\nevent: ping\ndata: {\"type\": \"ping\"}\n\n",
+			[]event{{"message_start", `{"type":"message_start"}`}, {"ping", `{"type": "ping"}`}}, io.EOF},
+		{"unknown type", "event: novel_event\ndata: {}\n\n", []event{{"novel_event", "{}"}}, io.EOF},
+		{"type without a space", "event:error\ndata:{}\n\n", []event{{"error", "{}"}}, io.EOF},
+		{"crlf", "event: ping\r\ndata: x\r\n\r\n", []event{{"ping", "x"}}, io.EOF},
+		{"several data lines", "data: a\ndata: b\n\n", []event{{"", "a\nb"}}, io.EOF},
+		{"comments and other fields skipped", ": hi\nid: 3\nretry: 10\ndata: x\n\n", []event{{"", "x"}}, io.EOF},
+		{"a type without data is not dispatched", "event: ping\n\ndata: x\n\n", []event{{"", "x"}}, io.EOF},
+		{"type does not leak into the next event", "event: ping\ndata: x\n\ndata: y\n\n", []event{{"ping", "x"}, {"", "y"}}, io.EOF},
+		{"cut event", "event: message_stop\ndata: {", nil, io.ErrUnexpectedEOF},
+		{"cut before the blank line", "data: x\n", nil, io.ErrUnexpectedEOF},
+		{"long line through a small buffer", "data: " + strings.Repeat("z", 100) + "\n\n", []event{{"", strings.Repeat("z", 100)}}, io.EOF},
+		{"too large", "data: " + strings.Repeat("z", providers.MaxResponseBytes) + "\n\n", nil, ErrEventTooLarge},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := readEvents(t, tc.in, 16)
+			require.ErrorIs(t, err, tc.err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestReaderPending(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		in   string
+		want bool
+	}{
+		{"a whole event buffered", "data: a\n\ndata: b\n\n", true},
+		{"the next event is partial", "data: a\n\ndata: b", false},
+		{"nothing more", "data: a\n\n", false},
+		{"crlf", "data: a\r\n\r\nevent: ping\r\ndata: b\r\n\r\n", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := NewReader(strings.NewReader(tc.in))
+			defer r.Release()
+			_, err := r.Next()
+			require.NoError(t, err)
+			require.Equal(t, tc.want, r.Pending())
+		})
+	}
+}
+
+// TestReaderReleased: a released reader reads nothing more (its buffer may serve
+// another stream already).
+func TestReaderReleased(t *testing.T) {
+	r := NewReader(strings.NewReader("data: a\n\ndata: b\n\n"))
+	_, err := r.Next()
+	require.NoError(t, err)
+	r.Release()
+	r.Release() // twice is harmless
+	require.False(t, r.Pending())
+	_, err = r.Next()
+	require.True(t, errors.Is(err, io.EOF))
+}
+
+// TestReaderAllocatesNothing: reading an event, typed by a known type or not typed
+// at all, allocates nothing once the buffer has grown (the relay's hot path).
+func TestReaderAllocatesNothing(t *testing.T) {
+	for _, ev := range []string{
+		"data: {\"choices\":[]}\n\n",
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\"}\n\n",
+	} {
+		const runs = 200
+		r := Buffered(bufio.NewReaderSize(strings.NewReader(strings.Repeat(ev, runs+2)), 32<<10))
+		_, err := r.Next()
+		require.NoError(t, err)
+		got := testing.AllocsPerRun(runs, func() {
+			if _, err := r.Next(); err != nil {
+				t.Fatal(err)
+			}
+		})
+		require.Zero(t, got, ev)
+	}
+}

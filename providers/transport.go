@@ -1,0 +1,87 @@
+package providers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+)
+
+// ErrAttemptTimeout is the cause of an attempt's context ended by its timeout
+// (a provider's Timeout for one non-stream attempt).
+var ErrAttemptTimeout = errors.New("attempt timeout")
+
+// ErrFirstToken is the cause of a stream's context ended by its first-token
+// deadline (resilience.first_token_timeout).
+var ErrFirstToken = errors.New("stream first token timeout")
+
+// Timeouts are what TransportError names when one of them ended an attempt.
+type Timeouts struct {
+	// Attempt is the whole non-stream attempt's bound; FirstToken a stream's wait
+	// for its first content.
+	Attempt, FirstToken time.Duration
+}
+
+// TransportError is the error of an attempt that got no (whole) answer from
+// provider: ctx's own end when the caller left, a 504 when the attempt's timeout
+// or the first-token deadline ended it (see ErrAttemptTimeout, ErrFirstToken),
+// else a transport failure (502) or a network timeout (504). The message may
+// quote the upstream's bytes: the caller redacts it.
+func TransportError(ctx context.Context, provider string, t Timeouts, err error) error {
+	if ctx.Err() != nil {
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, ErrAttemptTimeout):
+			return &Error{Provider: provider, Status: http.StatusGatewayTimeout, Timeout: true,
+				Message: fmt.Sprintf("provider %s did not answer within %s", provider, t.Attempt), Err: err}
+		case errors.Is(cause, ErrFirstToken):
+			return &Error{Provider: provider, Status: http.StatusGatewayTimeout, Timeout: true, FirstToken: true,
+				Code: "timeout", Err: err,
+				Message: fmt.Sprintf("provider %s sent no content within %s (first_token_timeout)", provider, t.FirstToken)}
+		}
+		return ctx.Err()
+	}
+	var ne net.Error
+	timeout := errors.As(err, &ne) && ne.Timeout()
+	e := &Error{Provider: provider, Status: http.StatusBadGateway, Transport: !timeout, Timeout: timeout, Err: err,
+		Message: fmt.Sprintf("provider %s is unreachable: %v", provider, RootCause(err))}
+	if timeout {
+		e.Status = http.StatusGatewayTimeout
+		e.Message = fmt.Sprintf("provider %s timed out: %v", provider, RootCause(err))
+	}
+	return e
+}
+
+// RootCause is the innermost error err wraps.
+func RootCause(err error) error {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err
+		}
+		err = u
+	}
+}
+
+// Unreadable is the error for upstream bytes that do not decode: the provider's
+// fault, never the client's (502, a breaker failure, failover-eligible). The cause
+// stays reachable for errors.Is, but the message says whose bytes they were. The
+// caller redacts it.
+func Unreadable(provider, what string, err error) *Error {
+	return &Error{Provider: provider, Status: http.StatusBadGateway, Kind: KindUnreadable,
+		Code: "upstream_unreadable", Err: err, Message: fmt.Sprintf("provider %s %s: %v", provider, what, err)}
+}
+
+// RefusedCredentials rewrites an upstream 401/403: it refused Switchyard's own
+// key, not the client's, so the client sees 502 naming the provider (an SDK must
+// not report its caller's key as invalid) and the chain fails over (the target is
+// out of service until an operator fixes the key). Retries and breakers still see
+// the upstream's status (Answered): a refused key is not retried.
+func RefusedCredentials(e *Error) {
+	e.Message = fmt.Sprintf("provider %s refused Switchyard's credentials (upstream %d %s): %s",
+		e.Provider, e.Status, http.StatusText(e.Status), e.Message)
+	e.Answered, e.Status = e.Status, http.StatusBadGateway
+	e.Type, e.Code, e.Param = "server_error", "upstream_authentication_failed", ""
+	e.Kind = KindUpstreamAuth
+}

@@ -1,0 +1,228 @@
+package redisstate
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchyard/switchyard/internal/redistest"
+	"github.com/switchyard/switchyard/limits"
+)
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *fakeClock { return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 50, 0, time.UTC)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func open(t *testing.T, s *redistest.Server, onError string) *Client {
+	t.Helper()
+	c, err := Open(Config{URL: s.URL(), OnError: onError, Prefix: "t:" + t.Name() + ":"})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func admitN(t *testing.T, l *limits.Limiter, lim limits.Limits, n, tokens int) int {
+	t.Helper()
+	ok := 0
+	for range n {
+		g, err := l.Admit(context.Background(), "key:k1", lim, tokens)
+		if err != nil {
+			require.ErrorIs(t, err, limits.ErrLimited)
+			continue
+		}
+		ok++
+		require.NoError(t, g.Done(0))
+	}
+	return ok
+}
+
+// TestRedisLimitsAgreeWithMemory: the Lua script is the same GCRA as the
+// embedded backend: window edges, refill, tpm weights, on a fake clock.
+func TestRedisLimitsAgreeWithMemory(t *testing.T) {
+	t.Parallel()
+	s := redistest.New(t)
+	tests := []struct {
+		name   string
+		lim    limits.Limits
+		tokens int
+		gap    time.Duration
+	}{
+		{"rpm one second later", limits.Limits{RPM: 10}, 0, time.Second},
+		{"rpm at the old window's edge", limits.Limits{RPM: 10}, 0, 59 * time.Second},
+		{"rpm half a minute later", limits.Limits{RPM: 10}, 0, 30 * time.Second},
+		{"rpm a full period later", limits.Limits{RPM: 10}, 0, time.Minute},
+		{"tpm weights", limits.Limits{TPM: 1000}, 300, 20 * time.Second},
+		{"rpm and tpm", limits.Limits{RPM: 5, TPM: 1000}, 150, 15 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clkR, clkM := newClock(), newClock()
+			red := limits.New(NewLimits(open(t, s, Allow)).WithCallerClock(), clkR)
+			mem := limits.New(limits.NewMemory(), clkM)
+			first := admitN(t, mem, tt.lim, 20, tt.tokens)
+			require.Equal(t, first, admitN(t, red, tt.lim, 20, tt.tokens), "first burst")
+			clkR.Advance(tt.gap)
+			clkM.Advance(tt.gap)
+			second := admitN(t, mem, tt.lim, 20, tt.tokens)
+			require.Equal(t, second, admitN(t, red, tt.lim, 20, tt.tokens), "after %s", tt.gap)
+		})
+	}
+}
+
+// TestRedisLimitHoldsAcrossReplicas: three replicas (three clients) admitting
+// concurrently on one subject with rpm 20 admit exactly 20 together; the state
+// and the lease set expire on their own.
+func TestRedisLimitHoldsAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	s := redistest.New(t)
+	var replicas []*limits.Limiter
+	var clients []*Client
+	for range 3 {
+		c := open(t, s, Allow)
+		clients = append(clients, c)
+		replicas = append(replicas, limits.New(NewLimits(c), nil))
+	}
+	lim := limits.Limits{RPM: 20, MaxConcurrency: 100}
+	var admitted atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 60 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g, err := replicas[i%3].Admit(context.Background(), "key:shared", lim, 0)
+			if err == nil {
+				admitted.Add(1)
+				require.NoError(t, g.Done(0))
+				return
+			}
+			var ex *limits.ExceededError
+			require.ErrorAs(t, err, &ex)
+			require.Equal(t, limits.Requests, ex.Limit)
+			require.Positive(t, ex.RetryAfter)
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, int32(20), admitted.Load())
+	rdb := clients[0].Redis()
+	base := clients[0].key("lim", "{key:shared}")
+	ttl, err := rdb.PTTL(context.Background(), base).Result()
+	require.NoError(t, err)
+	require.Greater(t, ttl, 59*time.Second, "the state lives until the limit is full again")
+	require.LessOrEqual(t, ttl, 62*time.Second)
+	n, err := rdb.ZCard(context.Background(), base+":c").Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "every lease was released")
+}
+
+// TestRedisConcurrencyAndTokenCorrection: a slot is held until Done, Done's
+// usage corrects the tpm charge, Undo gives the request back.
+func TestRedisConcurrencyAndTokenCorrection(t *testing.T) {
+	t.Parallel()
+	s := redistest.New(t)
+	clk := newClock()
+	l := limits.New(NewLimits(open(t, s, Allow)).WithCallerClock(), clk)
+	ctx := context.Background()
+
+	conc := limits.Limits{MaxConcurrency: 2}
+	g1, err := l.Admit(ctx, "c", conc, 0)
+	require.NoError(t, err)
+	_, err = l.Admit(ctx, "c", conc, 0)
+	require.NoError(t, err)
+	_, err = l.Admit(ctx, "c", conc, 0)
+	var ex *limits.ExceededError
+	require.ErrorAs(t, err, &ex)
+	require.Equal(t, limits.Concurrency, ex.Limit)
+	require.NoError(t, g1.Done(0))
+	_, err = l.Admit(ctx, "c", conc, 0)
+	require.NoError(t, err, "the released slot is free again")
+
+	tpm := limits.Limits{TPM: 1000}
+	g, err := l.Admit(ctx, "t", tpm, 900)
+	require.NoError(t, err)
+	require.Equal(t, 100, g.Tokens.Remaining)
+	require.NoError(t, g.Done(100)) // used 100 of the 900 estimated: 800 back
+	g, err = l.Admit(ctx, "t", tpm, 800)
+	require.NoError(t, err, "the correction gave the tokens back")
+	require.Equal(t, 100, g.Tokens.Remaining)
+
+	rpm := limits.Limits{RPM: 1}
+	g, err = l.Admit(ctx, "u", rpm, 0)
+	require.NoError(t, err)
+	require.NoError(t, g.Undo())
+	_, err = l.Admit(ctx, "u", rpm, 0)
+	require.NoError(t, err, "an undone call gave its request back")
+}
+
+// TestRedisOutageFollowsThePolicy: with Redis gone, allow decides with local
+// counters (the limit still holds on this replica), deny refuses with a 1s wait;
+// neither waits long; when Redis is back the shared counters are used again.
+func TestRedisOutageFollowsThePolicy(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []string{Allow, Deny} {
+		t.Run(policy, func(t *testing.T) {
+			t.Parallel()
+			s := redistest.New(t)
+			c := open(t, s, policy)
+			l := limits.New(NewLimits(c), nil)
+			lim := limits.Limits{RPM: 3}
+			ctx := context.Background()
+			_, err := l.Admit(ctx, "o", lim, 0)
+			require.NoError(t, err)
+			require.True(t, c.Up())
+
+			s.Stop()
+			start := time.Now()
+			var ok, refused int
+			for range 5 {
+				g, err := l.Admit(ctx, "o", lim, 0)
+				if err == nil {
+					ok++
+					require.NoError(t, g.Done(0))
+					continue
+				}
+				var ex *limits.ExceededError
+				require.ErrorAs(t, err, &ex, "an outage is a decision, not an error")
+				refused++
+				if policy == Deny {
+					require.Equal(t, time.Second, ex.RetryAfter)
+				}
+			}
+			require.Less(t, time.Since(start), 2*time.Second, "no hang")
+			require.False(t, c.Up())
+			if policy == Allow {
+				require.Equal(t, 3, ok, "local counters: rpm 3 on this replica")
+			} else {
+				require.Equal(t, 5, refused)
+			}
+			ready, detail := c.Ready()
+			require.False(t, ready, "never loaded")
+			require.Contains(t, detail, "redis unreachable")
+
+			s.Start()
+			require.Eventually(t, func() bool {
+				_, err := l.Admit(ctx, "o", lim, 0)
+				return err == nil && c.Up()
+			}, 5*time.Second, 50*time.Millisecond, "recovery is automatic")
+		})
+	}
+}

@@ -1,0 +1,237 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/switchyard/switchyard/providers"
+	"github.com/switchyard/switchyard/router"
+)
+
+// Passthrough: /p/{provider}/{path...} forwards any method and path under a
+// configured provider's base URL, body and query byte for byte both ways (no JSON
+// processing; the answer is streamed as it arrives and flushed per read, SSE
+// included). The client's Switchyard key is removed and the provider's own
+// credentials added (providers.Passthrough). It passes the interceptor chain like
+// every inference call (auth with the master key, request id, log line, metrics,
+// drain), and the provider's guard: its breaker refuses while open and counts the
+// answers; idempotent requests (GET, HEAD, OPTIONS, PUT, DELETE, or any request
+// with an Idempotency-Key) are retried as the provider's retry policy says, a POST
+// or PATCH without Idempotency-Key gets exactly one attempt. There is no failover:
+// no other target is equivalent for an arbitrary path.
+
+// passthroughMethod names passthrough calls to the chain: the inference key
+// (it is under /switchyard.v1.), and the log line's and metrics' method.
+const passthroughMethod = "/switchyard.v1.Passthrough/Forward"
+
+// passthroughPrefix starts every passthrough path.
+const passthroughPrefix = "/p/"
+
+// passthroughService forwards passthrough calls.
+type passthroughService struct {
+	log *slog.Logger
+	// targets are the providers by name, with their guards.
+	targets map[string]router.Target
+	// providers gives each provider's type, for the error of one without passthrough.
+	providers map[string]ProviderInfo
+	// writeTimeout bounds each write to the client (as for streams).
+	writeTimeout time.Duration
+}
+
+// passthrough serves /p/{provider}/{path...}. The body is read within
+// max_body_bytes (it is replayed on retries); the answer is written by the
+// handler itself, inside the chain, so the request line logs its status.
+func (f *front) passthrough(w http.ResponseWriter, r *http.Request) {
+	if !f.authorized(w, r, passthroughMethod) {
+		return
+	}
+	var body []byte
+	if r.Body != nil && r.Body != http.NoBody {
+		var ok bool
+		if body, ok = f.readBody(w, r); !ok {
+			return
+		}
+	}
+	sink := &headerSink{method: passthroughMethod}
+	ctx := grpc.NewContextWithServerTransportStream(incomingContext(r), sink)
+	info := &grpc.UnaryServerInfo{Server: f.in.pass, FullMethod: passthroughMethod}
+	relayed := false
+	_, err := f.in.unary(ctx, nil, info, func(ctx context.Context, _ any) (any, error) {
+		return nil, f.in.pass.serve(ctx, w, r, body, sink, &relayed)
+	})
+	if err != nil && !relayed {
+		copyHeaders(w, sink.header)
+		writeError(w, err)
+	}
+}
+
+// serve forwards one passthrough call. relayed is set once the upstream's answer
+// is being written: an error after it is only the request line's.
+func (s *passthroughService) serve(ctx context.Context, w http.ResponseWriter, r *http.Request, body []byte,
+	sink *headerSink, relayed *bool) error {
+	name, path := splitPassthrough(r.URL)
+	t, ok := s.targets[name]
+	if !ok {
+		return statusOf(apiError{httpStatus: http.StatusNotFound, errType: "not_found_error", code: "provider_not_found",
+			param: "provider", message: "no provider named '" + name + "' is configured (passthrough is /p/{provider}/{path})"})
+	}
+	rep := reportOf(ctx)
+	rep.target = router.Route{Provider: name}
+	fw, ok := t.Provider.(providers.Passthrough)
+	if !ok {
+		return toStatus(s.log, unsupportedEndpoint(name, s.providers[name].Type, "passthrough"))
+	}
+	_ = grpc.SetHeader(ctx, metadata.Pairs(mdTarget, name))
+	out := &http.Request{Method: r.Method, Header: forwardHeaders(r.Header),
+		URL: &url.URL{Path: path.Path, RawPath: path.RawPath, RawQuery: r.URL.RawQuery}}
+	a := providers.Attempt{RequestID: requestID(ctx), IdempotencyKey: validIdempotencyKey(r.Header.Get("Idempotency-Key"))}
+	resp, err := forward(ctx, t, fw, a, out, body, retriable(r.Method, a.IdempotencyKey != ""), &rep.trace)
+	if resp == nil {
+		return toStatus(s.log, err)
+	}
+	defer resp.Body.Close()
+	*relayed = true
+	copyHeaders(w, sink.header)
+	relayHeaders(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	if cerr := s.copyBody(ctx, w, resp.Body); cerr != nil && ctx.Err() == nil {
+		s.log.Warn("passthrough answer cut short", "target", name, "error", cerr.Error(), "request_id", requestID(ctx))
+	}
+	if resp.StatusCode >= 400 {
+		// For the request line and metrics only: the upstream's own answer was relayed.
+		return statusOf(apiError{httpStatus: resp.StatusCode, errType: typeForStatus(resp.StatusCode),
+			message: "provider " + name + " answered " + resp.Status})
+	}
+	return nil
+}
+
+// splitPassthrough reads /p/{provider}/{path...}: the provider's name and the
+// rest of the path, escaped as the client sent it.
+func splitPassthrough(u *url.URL) (string, *url.URL) {
+	raw := strings.TrimPrefix(u.EscapedPath(), passthroughPrefix)
+	name, rest, _ := strings.Cut(raw, "/")
+	name, _ = url.PathUnescape(name)
+	out := &url.URL{}
+	if rest != "" {
+		p, err := url.PathUnescape("/" + rest)
+		if err != nil {
+			p = "/" + rest
+		}
+		out.Path, out.RawPath = p, "/"+rest
+	}
+	return name, out
+}
+
+// retriable reports whether a passthrough call may be sent more than once: an
+// idempotent method (RFC 9110 §9.2.2), or any method with an Idempotency-Key.
+func retriable(method string, idempotencyKey bool) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodDelete, http.MethodTrace:
+		return true
+	}
+	return idempotencyKey
+}
+
+// copyBody streams the answer to the client, flushed after every read so that an
+// event stream reaches the client as it is sent; each write is bounded by
+// writeTimeout.
+func (s *passthroughService) copyBody(ctx context.Context, w http.ResponseWriter, body io.Reader) error {
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			if s.writeTimeout > 0 {
+				_ = rc.SetWriteDeadline(time.Now().Add(s.writeTimeout))
+			}
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return werr
+			}
+			if ferr := rc.Flush(); ferr != nil {
+				return ferr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// forward runs the call through the target's guard (model "": the provider's
+// own breaker) and returns the answer to relay: a success, or the last error
+// status once retries are spent. A nil answer comes with the error that left
+// none (an open breaker, no answer at all). A call that must not be repeated
+// goes through CallOnce: one attempt, counted by the breaker like any other.
+func forward(ctx context.Context, t router.Target, fw providers.Passthrough, a providers.Attempt, out *http.Request,
+	body []byte, retry bool, tr *router.Trace) (*http.Response, error) {
+	var resp *http.Response
+	run := t.Guard.Call
+	if !retry {
+		run = t.Guard.CallOnce
+	}
+	err := run(ctx, "", func(ctx context.Context, _ int) error {
+		if resp != nil {
+			resp.Body.Close() // a retried answer is dropped
+			resp = nil
+		}
+		atomic.AddInt64(&tr.Attempts, 1)
+		req := out.Clone(ctx)
+		req.Body, req.ContentLength = http.NoBody, 0
+		if len(body) > 0 {
+			req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		}
+		got, err := fw.Forward(ctx, a, req)
+		if err != nil {
+			return err
+		}
+		resp = got
+		return answerOutcome(t.Provider.Name(), got)
+	})
+	if resp != nil {
+		return resp, nil
+	}
+	return nil, err
+}
+
+// answerOutcome is how an answer counts to the guard: an error status is an
+// outcome with that status, retried (when the call may be) and counted by the
+// breaker as the provider's policy says; the answer is relayed whatever it is.
+func answerOutcome(provider string, resp *http.Response) error {
+	if resp.StatusCode < 400 {
+		return nil
+	}
+	return &upstreamAnswer{provider: provider, status: resp.StatusCode, delay: providers.RetryAfter(resp.Header, time.Now())}
+}
+
+// upstreamAnswer is an upstream's error status, as the guard sees it.
+type upstreamAnswer struct {
+	provider string
+	status   int
+	delay    time.Duration
+}
+
+func (e *upstreamAnswer) Error() string {
+	return "provider " + e.provider + " answered " + http.StatusText(e.status)
+}
+func (e *upstreamAnswer) UpstreamStatus() int       { return e.status }
+func (e *upstreamAnswer) TransportFailure() bool    { return false }
+func (e *upstreamAnswer) LocalTimeout() bool        { return false }
+func (e *upstreamAnswer) RetryDelay() time.Duration { return e.delay }

@@ -1,0 +1,272 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/switchyard/switchyard/anthropicjson"
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/keys"
+	"github.com/switchyard/switchyard/providers"
+	"github.com/switchyard/switchyard/router"
+	"github.com/switchyard/switchyard/usage"
+)
+
+// Usage metadata: gRPC callers get it in trailing metadata, REST callers as
+// response headers on non-stream answers. Cost is omitted when the model has no
+// price; token counts are the upstream's (x-switchyard-tokens-estimated: true
+// when it reported none and they are Switchyard's estimate).
+const (
+	mdCost            = "x-switchyard-cost-usd"
+	mdPromptTokens    = "x-switchyard-prompt-tokens"
+	mdCompletionTkns  = "x-switchyard-completion-tokens"
+	mdCachedTokens    = "x-switchyard-cached-tokens"
+	mdReasoningTokens = "x-switchyard-reasoning-tokens"
+	mdTokensEstimated = "x-switchyard-tokens-estimated"
+)
+
+// usageHeaders are the REST names of the usage metadata.
+var usageHeaders = map[string]string{
+	mdCost: "X-Switchyard-Cost-Usd", mdPromptTokens: "X-Switchyard-Prompt-Tokens",
+	mdCompletionTkns: "X-Switchyard-Completion-Tokens", mdCachedTokens: "X-Switchyard-Cached-Tokens",
+	mdReasoningTokens: "X-Switchyard-Reasoning-Tokens", mdTokensEstimated: "X-Switchyard-Tokens-Estimated",
+}
+
+// endpointOf names a method's endpoint kind for the ledger; "" for calls that
+// are not inference (models, admin, health).
+func endpointOf(method string) string {
+	if !strings.HasPrefix(method, "/switchyard.v1.") {
+		return ""
+	}
+	name := method[strings.LastIndexByte(method, '/')+1:]
+	switch {
+	case strings.Contains(name, "Chat"):
+		return usage.EndpointChat
+	case strings.Contains(name, "Message"):
+		return usage.EndpointMessages
+	case strings.Contains(name, "Embedding"):
+		return usage.EndpointEmbeddings
+	}
+	return ""
+}
+
+// setUsage takes the details of an OpenAI-style usage object (cached and
+// reasoning tokens, total) onto the report.
+func (r *report) setUsage(u *pb.Usage) {
+	if u == nil {
+		return
+	}
+	r.tokensIn, r.tokensOut = int(u.GetPromptTokens()), int(u.GetCompletionTokens())
+	r.usage.total = int(u.GetTotalTokens())
+	r.usage.cached = int(u.GetPromptTokensDetails().GetFields()["cached_tokens"].GetNumberValue())
+	r.usage.reasoning = int(u.GetCompletionTokensDetails().GetFields()["reasoning_tokens"].GetNumberValue())
+	r.usage.reported = true
+}
+
+// setUsageJSON reads the usage details of a raw chunk that carries usage (the
+// REST relay never decodes chunks: only this one, once per stream).
+func (r *report) setUsageJSON(chunk []byte) {
+	if r.usage.ledger == nil {
+		return
+	}
+	var c struct {
+		Usage *struct {
+			Total         int `json:"total_tokens"`
+			PromptDetails struct {
+				Cached int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+			CompletionDetails struct {
+				Reasoning int `json:"reasoning_tokens"`
+			} `json:"completion_tokens_details"`
+		} `json:"usage"`
+	}
+	if json.Unmarshal(chunk, &c) == nil && c.Usage != nil {
+		r.usage.total, r.usage.cached, r.usage.reasoning = c.Usage.Total, c.Usage.PromptDetails.Cached, c.Usage.CompletionDetails.Reasoning
+	}
+	r.usage.reported = true
+}
+
+// record builds the request's usage record, hands it to the ledger and gives the
+// caller its usage and cost back.
+func (r *report) record(ctx context.Context, method string, httpStatus int, err error, latency time.Duration) {
+	endpoint := endpointOf(method)
+	u := &r.usage
+	if u.ledger == nil || endpoint == "" || r.model == "" {
+		return
+	}
+	key := r.key
+	if key == "" {
+		key = callerOf(ctx)
+	}
+	rec := usage.Record{Time: r.start, RequestID: r.id, Surface: r.surface, Endpoint: endpoint, Stream: r.stream,
+		KeyID: key, Model: r.model, Provider: r.target.Provider, TargetModel: r.target.Model,
+		Failovers: r.trace.Failovers, Resumes: len(r.trace.Resumes), Hedged: r.trace.Hedged,
+		Latency: latency, TTFT: u.ttft, Status: httpStatus}
+	if u.virtual != nil && u.virtual(r.model) {
+		rec.VirtualModel = r.model
+	}
+	for _, a := range u.log.List() {
+		rec.Attempts = append(rec.Attempts, attemptOf(a))
+	}
+	tk := usage.Tokens{Prompt: int64(r.tokensIn), Completion: int64(r.tokensOut), Cached: int64(u.cached), CacheWrite: int64(u.cacheWrite)}
+	if endpoint != usage.EndpointMessages {
+		tk = usage.FromOpenAI(tk.Prompt, tk.Completion, int64(u.total), int64(u.cached), int64(u.reasoning))
+	}
+	if !u.reported && tk.Total() == 0 && err == nil && r.target.Provider != "" {
+		// The upstream reported no usage: the admission estimate stands in, marked.
+		if a := admissionOf(ctx); a != nil && a.est > 0 {
+			tk = usage.Tokens{Prompt: int64(a.est), Estimated: true}
+		}
+	}
+	rec.Tokens = tk
+	if err != nil {
+		rec.ErrorCode = errorCode(err)
+	}
+	u.ledger.Record(&rec)
+	r.returnUsage(ctx, &rec)
+}
+
+// returnUsage sets the usage metadata: a trailer for gRPC callers, headers for
+// REST callers of non-stream answers (a stream's headers are long gone).
+func (r *report) returnUsage(ctx context.Context, rec *usage.Record) {
+	if rec.Tokens.Total() == 0 && rec.CostUSD == nil {
+		return
+	}
+	md := metadata.MD{}
+	if rec.CostUSD != nil {
+		md.Set(mdCost, strconv.FormatFloat(*rec.CostUSD, 'f', -1, 64))
+	}
+	md.Set(mdPromptTokens, strconv.FormatInt(rec.Tokens.Prompt, 10))
+	md.Set(mdCompletionTkns, strconv.FormatInt(rec.Tokens.Completion, 10))
+	md.Set(mdCachedTokens, strconv.FormatInt(rec.Tokens.Cached, 10))
+	md.Set(mdReasoningTokens, strconv.FormatInt(rec.Tokens.Reasoning, 10))
+	if rec.Tokens.Estimated {
+		md.Set(mdTokensEstimated, "true")
+	}
+	if r.surface == surfaceGRPC {
+		_ = grpc.SetTrailer(ctx, md)
+	} else if !r.stream {
+		_ = grpc.SetHeader(ctx, md)
+	}
+}
+
+// attemptOf is one attempt as the ledger lists it.
+func attemptOf(a router.AttemptInfo) usage.Attempt {
+	out := usage.Attempt{Target: a.Route.String(), Outcome: "ok", Latency: a.Latency}
+	if a.Err == nil {
+		out.Status = 200
+		return out
+	}
+	var pe *providers.Error
+	switch {
+	case errors.As(a.Err, &pe):
+		out.Status = pe.Status
+		switch {
+		case pe.Kind != "":
+			out.Outcome = pe.Kind
+		case pe.Transport:
+			out.Outcome = "transport_error"
+		case pe.Timeout:
+			out.Outcome = "timeout"
+		default:
+			out.Outcome = "status"
+		}
+	case errors.Is(a.Err, context.Canceled):
+		out.Outcome = "cancelled"
+	case errors.Is(a.Err, context.DeadlineExceeded):
+		out.Outcome = "timeout"
+	default:
+		out.Outcome = "error"
+	}
+	return out
+}
+
+// errorCode is the code the caller's error body carries (its type, else the
+// gRPC code's name).
+func errorCode(err error) string {
+	st := status.Convert(err)
+	if st.Code() == codes.Canceled {
+		return "cancelled"
+	}
+	e := fromStatus(st)
+	if e.Code != "" {
+		return e.Code
+	}
+	if e.Type != "" {
+		return e.Type
+	}
+	return strings.ToLower(st.Code().String())
+}
+
+// reportUsage is what the ledger needs beyond the request line.
+type reportUsage struct {
+	ledger  *usage.Ledger
+	virtual func(string) bool
+	log     router.AttemptLog
+	ttft    time.Duration
+	// Upstream usage details: total, cached, cache writes (Anthropic), reasoning.
+	total, cached, cacheWrite, reasoning int
+	reported                             bool
+}
+
+// attach makes the report collect what the ledger records (nothing without one).
+func (r *report) attach(l *usage.Ledger, virtual func(string) bool) {
+	if l == nil {
+		return
+	}
+	r.usage.ledger, r.usage.virtual = l, virtual
+	r.trace.Log = &r.usage.log
+}
+
+// firstToken notes the time to the first streamed event (once).
+func (r *report) firstToken() {
+	if r.usage.ttft == 0 {
+		r.usage.ttft = max(time.Since(r.start), time.Nanosecond)
+	}
+}
+
+// isVirtual tells virtual model names.
+func isVirtual(rt *router.Router) func(string) bool {
+	return func(name string) bool {
+		_, err := rt.VirtualModel(name)
+		return err == nil
+	}
+}
+
+// budgetCheck refuses a virtual key's call once its budget_usd is spent for the
+// current budget_period: 429 insufficient_quota (what OpenAI's SDKs know), until
+// the period resets. It reads the running total; it never queries the store.
+func budgetCheck(spend *usage.Spend) func(context.Context, keys.Key) error {
+	return func(_ context.Context, k keys.Key) error {
+		over, spent, resets := spend.Over(k.ID, k.BudgetUSD, k.BudgetPeriod)
+		if !over {
+			return nil
+		}
+		return statusOf(apiError{httpStatus: http.StatusTooManyRequests, errType: "insufficient_quota", code: "insufficient_quota",
+			message: fmt.Sprintf("This key has spent its budget of $%.2f for this %s ($%.4f spent); it resets at %s.",
+				k.BudgetUSD, k.BudgetPeriod, spent, resets.Format(time.RFC3339))})
+	}
+}
+
+// anthropicUsage takes Anthropic's cache reads and writes onto the report
+// (tokensIn already counts them: inputTokens).
+func (r *report) anthropicUsage(u anthropicjson.Usage) {
+	if u.CacheReadInputTokens != nil {
+		r.usage.cached = *u.CacheReadInputTokens
+	}
+	if u.CacheCreationInputTokens != nil {
+		r.usage.cacheWrite = *u.CacheCreationInputTokens
+	}
+	r.usage.reported = true
+}

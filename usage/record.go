@@ -1,0 +1,102 @@
+// Package usage is Switchyard's usage ledger: one Record per answered request
+// (tokens, cost, attempts, timing, outcome — never prompt or completion text),
+// priced from a price table, handed to a bounded asynchronous Writer that batches
+// records into a Store (SQLite by default, Postgres for several replicas, or none),
+// and queried through the admin API. A request never waits on the ledger: a full
+// queue drops the record and counts it.
+package usage
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Surfaces and endpoints a record names.
+const (
+	SurfaceREST = "rest"
+	SurfaceGRPC = "grpc"
+
+	EndpointChat       = "chat"
+	EndpointMessages   = "messages"
+	EndpointEmbeddings = "embeddings"
+)
+
+// Record is what one request did, written once after its answer ended (stream or
+// not). It holds no prompt or completion text.
+type Record struct {
+	// Time is when the request arrived.
+	Time time.Time
+	// RequestID is the request's x-request-id.
+	RequestID string
+	// Surface is "rest" or "grpc"; Endpoint is "chat", "messages" or "embeddings".
+	Surface, Endpoint string
+	// Stream is set for streamed answers.
+	Stream bool
+	// KeyID names the caller's key (a key id, never the key): the virtual key's id,
+	// "master:xxxxxxxx" for the master key, "anonymous" without keys.
+	KeyID string
+	// Model is the model as asked; VirtualModel is set when it named a virtual model.
+	Model, VirtualModel string
+	// Provider and TargetModel are the final target (that answered, or failed last).
+	Provider, TargetModel string
+	// Attempts lists every upstream attempt, in the order they ended.
+	Attempts []Attempt
+	// Failovers counts moves to a backup target; Resumes the targets a broken
+	// stream was continued on; Hedged is set when a backup was started beside a slow
+	// first target.
+	Failovers, Resumes int
+	Hedged             bool
+	// Tokens are the upstream's usage (Estimated when it reported none).
+	Tokens Tokens
+	// CostUSD is the price of Tokens; nil when the target has no price.
+	CostUSD *float64
+	// Latency is the whole request; TTFT the time to the first streamed event (0: none).
+	Latency, TTFT time.Duration
+	// Status is the HTTP status the caller got (200 for a stream that started);
+	// ErrorCode the error's code ("" on success; for a stream that broke, the reason).
+	Status    int
+	ErrorCode string
+}
+
+// Attempt is one upstream attempt of a request.
+type Attempt struct {
+	// Target is "provider/model".
+	Target string `json:"t"`
+	// Outcome is "ok" or the failure's kind (status, timeout, transport_error,
+	// cancelled, breaker_open, target_saturated, ...).
+	Outcome string `json:"o"`
+	// Status is the upstream's HTTP status (0: none, e.g. a transport error).
+	Status int `json:"s,omitempty"`
+	// Latency is the attempt's duration.
+	Latency time.Duration `json:"-"`
+	// LatencyMS is Latency in milliseconds, the stored form.
+	LatencyMS float64 `json:"ms"`
+}
+
+// Failed is whether the request ended in an error.
+func (r *Record) Failed() bool { return r.Status >= 400 || r.ErrorCode != "" }
+
+// encodeAttempts is the compact stored form of the attempts list.
+func encodeAttempts(as []Attempt) string {
+	if len(as) == 0 {
+		return "[]"
+	}
+	for i := range as {
+		as[i].LatencyMS = millis(as[i].Latency)
+	}
+	b, _ := json.Marshal(as) // plain structs: cannot fail
+	return string(b)
+}
+
+func decodeAttempts(s string) []Attempt {
+	var as []Attempt
+	if json.Unmarshal([]byte(s), &as) != nil {
+		return nil
+	}
+	for i := range as {
+		as[i].Latency = time.Duration(as[i].LatencyMS * float64(time.Millisecond))
+	}
+	return as
+}
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

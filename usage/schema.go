@@ -1,0 +1,140 @@
+package usage
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// dialect is what differs between the SQL stores.
+type dialect struct {
+	name string
+	// id is the primary key column's type.
+	id string
+	// rebind turns ? placeholders into the driver's own.
+	rebind func(string) string
+	// lock serialises migrations across processes inside the migration transaction
+	// ("" for none: SQLite has one writer).
+	lock string
+}
+
+// migrations are applied in order, each once, in its own transaction; the
+// applied versions are kept in usage_schema_migrations. Never edit a released
+// migration: add the next one.
+//
+// Indexes (every query filters on a time range first):
+//   - usage_requests_ts (ts): time-range queries, ListRequests' newest-first
+//     paging (ts, id), budgets' seed (SpendSince), and filters by status or
+//     errors, which are checked on the rows of the range.
+//   - usage_requests_key_ts (key_id, ts): filters by key ("spend by key").
+//   - usage_requests_model_ts (model, ts): filters by model.
+//   - usage_requests_provider_ts (provider, ts): filters by provider.
+//   - usage_requests_request_id (request_id): "why did this request fail".
+var migrations = []struct {
+	version int
+	stmts   []string
+}{
+	{1, []string{
+		`CREATE TABLE usage_requests (
+			id {{id}},
+			ts BIGINT NOT NULL,
+			request_id TEXT NOT NULL,
+			surface TEXT NOT NULL,
+			endpoint TEXT NOT NULL,
+			stream INTEGER NOT NULL,
+			key_id TEXT NOT NULL,
+			model TEXT NOT NULL,
+			virtual_model TEXT NOT NULL,
+			provider TEXT NOT NULL,
+			target_model TEXT NOT NULL,
+			attempts TEXT NOT NULL,
+			attempt_count INTEGER NOT NULL,
+			failovers INTEGER NOT NULL,
+			resumes INTEGER NOT NULL,
+			hedged INTEGER NOT NULL,
+			prompt_tokens BIGINT NOT NULL,
+			completion_tokens BIGINT NOT NULL,
+			cached_tokens BIGINT NOT NULL,
+			cache_write_tokens BIGINT NOT NULL,
+			reasoning_tokens BIGINT NOT NULL,
+			tokens_estimated INTEGER NOT NULL,
+			cost_usd DOUBLE PRECISION,
+			latency_ms DOUBLE PRECISION NOT NULL,
+			ttft_ms DOUBLE PRECISION,
+			status INTEGER NOT NULL,
+			error_code TEXT NOT NULL
+		)`,
+		`CREATE INDEX usage_requests_ts ON usage_requests (ts)`,
+		`CREATE INDEX usage_requests_key_ts ON usage_requests (key_id, ts)`,
+		`CREATE INDEX usage_requests_model_ts ON usage_requests (model, ts)`,
+		`CREATE INDEX usage_requests_provider_ts ON usage_requests (provider, ts)`,
+		`CREATE INDEX usage_requests_request_id ON usage_requests (request_id)`,
+	}},
+}
+
+// SchemaVersion is the newest migration's version.
+func SchemaVersion() int { return migrations[len(migrations)-1].version }
+
+// migrate applies the migrations db has not seen yet.
+func migrate(ctx context.Context, db *sql.DB, d dialect) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS usage_schema_migrations (
+		version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("usage store: create the migrations table: %w", err)
+	}
+	for _, m := range migrations {
+		if err := apply(ctx, db, d, m.version, m.stmts); err != nil {
+			return fmt.Errorf("usage store: migration %d: %w", m.version, err)
+		}
+	}
+	return nil
+}
+
+func apply(ctx context.Context, db *sql.DB, d dialect, version int, stmts []string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
+	if d.lock != "" {
+		if _, err := tx.ExecContext(ctx, d.lock); err != nil {
+			return err
+		}
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, d.rebind(`SELECT COUNT(*) FROM usage_schema_migrations WHERE version = ?`), version).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	for _, s := range stmts {
+		if _, err := tx.ExecContext(ctx, strings.ReplaceAll(s, "{{id}}", d.id)); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, d.rebind(`INSERT INTO usage_schema_migrations (version, applied_at) VALUES (?, ?)`),
+		version, time.Now().UnixMicro()); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// schemaVersions lists the applied migrations (for tests and diagnostics).
+func schemaVersions(ctx context.Context, db *sql.DB) ([]int, error) {
+	rows, err := db.QueryContext(ctx, `SELECT version FROM usage_schema_migrations ORDER BY version`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,278 @@
+package usage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// sqlStore is the Store of both SQL databases (SQLite and Postgres, through
+// database/sql); d says what differs.
+type sqlStore struct {
+	db     *sql.DB
+	d      dialect
+	insert string
+	closed atomic.Bool
+	// onClose releases what is under db (Postgres's pool).
+	onClose func()
+}
+
+const columns = `ts, request_id, surface, endpoint, stream, key_id, model, virtual_model, provider, target_model,
+	attempts, attempt_count, failovers, resumes, hedged, prompt_tokens, completion_tokens, cached_tokens,
+	cache_write_tokens, reasoning_tokens, tokens_estimated, cost_usd, latency_ms, ttft_ms, status, error_code`
+
+func newSQLStore(db *sql.DB, d dialect) *sqlStore {
+	n := strings.Count(columns, ",") + 1
+	insert := "INSERT INTO usage_requests (" + columns + ") VALUES (" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")"
+	return &sqlStore{db: db, d: d, insert: d.rebind(insert)}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (s *sqlStore) Write(ctx context.Context, batch []Record) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
+	stmt, err := tx.PrepareContext(ctx, s.insert)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for i := range batch {
+		r := &batch[i]
+		var ttft any
+		if r.TTFT > 0 {
+			ttft = millis(r.TTFT)
+		}
+		var cost any
+		if r.CostUSD != nil {
+			cost = *r.CostUSD
+		}
+		t := r.Tokens
+		if _, err := stmt.ExecContext(ctx, r.Time.UnixMicro(), r.RequestID, r.Surface, r.Endpoint, b2i(r.Stream), r.KeyID,
+			r.Model, r.VirtualModel, r.Provider, r.TargetModel, encodeAttempts(r.Attempts), len(r.Attempts), r.Failovers,
+			r.Resumes, b2i(r.Hedged), t.Prompt, t.Completion, t.Cached, t.CacheWrite, t.Reasoning, b2i(t.Estimated),
+			cost, millis(r.Latency), ttft, r.Status, r.ErrorCode); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// where builds the filter's condition; every branch starts with the time range,
+// so the planner can use usage_requests_ts or a (column, ts) index.
+func (s *sqlStore) where(f Filter) (string, []any) {
+	var conds []string
+	var args []any
+	add := func(cond string, arg any) { conds = append(conds, cond); args = append(args, arg) }
+	if !f.From.IsZero() {
+		add("ts >= ?", f.From.UnixMicro())
+	}
+	if !f.To.IsZero() {
+		add("ts < ?", f.To.UnixMicro())
+	}
+	if f.KeyID != "" {
+		add("key_id = ?", f.KeyID)
+	}
+	if f.Model != "" {
+		add("model = ?", f.Model)
+	}
+	if f.Provider != "" {
+		add("provider = ?", f.Provider)
+	}
+	if f.Status != 0 {
+		add("status = ?", f.Status)
+	}
+	if f.RequestID != "" {
+		add("request_id = ?", f.RequestID)
+	}
+	if f.ErrorsOnly {
+		conds = append(conds, "(status >= 400 OR error_code <> '')")
+	}
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+func (s *sqlStore) Query(ctx context.Context, q Query) ([]Group, error) {
+	for _, g := range q.GroupBy {
+		if _, ok := dimensions[g]; !ok {
+			return nil, fmt.Errorf("%w: group by %q (want key, model, provider, status, virtual_model, endpoint or target)", ErrBadQuery, g)
+		}
+	}
+	if q.Bucket != BucketNone && q.Bucket != BucketHour && q.Bucket != BucketDay {
+		return nil, fmt.Errorf("%w: bucket %q (want hour or day)", ErrBadQuery, q.Bucket)
+	}
+	where, args := s.where(q.Filter)
+	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT ts, key_id, model, provider, target_model, virtual_model, endpoint,
+		status, error_code, prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens, reasoning_tokens,
+		tokens_estimated, cost_usd, latency_ms, ttft_ms FROM usage_requests`+where), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	agg := newAggregator(q)
+	for rows.Next() {
+		var r aggRow
+		var cost, ttft sql.NullFloat64
+		var est int
+		if err := rows.Scan(&r.ts, &r.key, &r.model, &r.provider, &r.targetModel, &r.virtualModel, &r.endpoint, &r.status,
+			&r.errorCode, &r.tokens.Prompt, &r.tokens.Completion, &r.tokens.Cached, &r.tokens.CacheWrite, &r.tokens.Reasoning,
+			&est, &cost, &r.latencyMS, &ttft); err != nil {
+			return nil, err
+		}
+		r.tokens.Estimated = est != 0
+		r.cost, r.priced = cost.Float64, cost.Valid
+		r.ttftMS, r.hasTTFT = ttft.Float64, ttft.Valid
+		agg.add(&r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return agg.result(), nil
+}
+
+// ErrBadQuery is a query the store cannot answer as asked.
+var ErrBadQuery = errors.New("usage: bad query")
+
+const (
+	defaultPageSize = 50
+	maxPageSize     = 1000
+)
+
+func (s *sqlStore) List(ctx context.Context, f ListFilter) (Page, error) {
+	size := f.PageSize
+	if size <= 0 {
+		size = defaultPageSize
+	}
+	size = min(size, maxPageSize)
+	where, args := s.where(f.Filter)
+	if f.PageToken != "" {
+		ts, id, err := decodePageToken(f.PageToken)
+		if err != nil {
+			return Page{}, err
+		}
+		cond := "(ts < ? OR (ts = ? AND id < ?))"
+		if where == "" {
+			where = " WHERE " + cond
+		} else {
+			where += " AND " + cond
+		}
+		args = append(args, ts, ts, id)
+	}
+	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT id, `+columns+` FROM usage_requests`+where+
+		` ORDER BY ts DESC, id DESC LIMIT `+strconv.Itoa(size+1)), args...)
+	if err != nil {
+		return Page{}, err
+	}
+	defer rows.Close()
+	var page Page
+	var lastTS, lastID int64
+	for rows.Next() {
+		if len(page.Records) == size {
+			page.NextPageToken = encodePageToken(lastTS, lastID)
+			break
+		}
+		r, ts, id, err := scanRecord(rows)
+		if err != nil {
+			return Page{}, err
+		}
+		page.Records = append(page.Records, r)
+		lastTS, lastID = ts, id
+	}
+	return page, rows.Err()
+}
+
+func scanRecord(rows *sql.Rows) (Record, int64, int64, error) {
+	var r Record
+	var id, ts int64
+	var stream, hedged, est, attemptCount int
+	var attempts string
+	var cost, ttft sql.NullFloat64
+	var latency float64
+	t := &r.Tokens
+	err := rows.Scan(&id, &ts, &r.RequestID, &r.Surface, &r.Endpoint, &stream, &r.KeyID, &r.Model, &r.VirtualModel,
+		&r.Provider, &r.TargetModel, &attempts, &attemptCount, &r.Failovers, &r.Resumes, &hedged, &t.Prompt, &t.Completion,
+		&t.Cached, &t.CacheWrite, &t.Reasoning, &est, &cost, &latency, &ttft, &r.Status, &r.ErrorCode)
+	if err != nil {
+		return r, 0, 0, err
+	}
+	r.Time = time.UnixMicro(ts).UTC()
+	r.Stream, r.Hedged, t.Estimated = stream != 0, hedged != 0, est != 0
+	r.Attempts = decodeAttempts(attempts)
+	if cost.Valid {
+		c := cost.Float64
+		r.CostUSD = &c
+	}
+	r.Latency = time.Duration(latency * float64(time.Millisecond))
+	if ttft.Valid {
+		r.TTFT = time.Duration(ttft.Float64 * float64(time.Millisecond))
+	}
+	return r, ts, id, nil
+}
+
+func encodePageToken(ts, id int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(ts, 10) + ":" + strconv.FormatInt(id, 10)))
+}
+
+func decodePageToken(tok string) (int64, int64, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	bad := fmt.Errorf("%w: page_token is not one this server gave", ErrBadQuery)
+	if err != nil {
+		return 0, 0, bad
+	}
+	a, b, ok := strings.Cut(string(raw), ":")
+	ts, err1 := strconv.ParseInt(a, 10, 64)
+	id, err2 := strconv.ParseInt(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return 0, 0, bad
+	}
+	return ts, id, nil
+}
+
+func (s *sqlStore) SpendSince(ctx context.Context, t time.Time) (map[string]float64, error) {
+	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT key_id, SUM(cost_usd) FROM usage_requests
+		WHERE ts >= ? AND cost_usd IS NOT NULL GROUP BY key_id`), t.UnixMicro())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]float64{}
+	for rows.Next() {
+		var k string
+		var v float64
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, rows.Err()
+}
+
+func (s *sqlStore) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	err := s.db.Close()
+	if s.onClose != nil {
+		s.onClose()
+	}
+	return err
+}
