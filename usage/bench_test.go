@@ -20,7 +20,7 @@ func BenchmarkSQLiteWrite(b *testing.B) {
 	rec := usage.Record{Time: time.Now(), RequestID: "0123456789abcdef01234567", Surface: "rest", Endpoint: "chat",
 		KeyID: "master:abcd1234", Model: "up/gpt-4o", Provider: "up", TargetModel: "gpt-4o",
 		Attempts: []usage.Attempt{{Target: "up/gpt-4o", Outcome: "ok", Status: 200, Latency: time.Millisecond}},
-		Tokens: usage.Tokens{Prompt: 17, Completion: 4}, CostUSD: &c, Latency: 2 * time.Millisecond, Status: 200}
+		Tokens:   usage.Tokens{Prompt: 17, Completion: 4}, CostUSD: &c, Latency: 2 * time.Millisecond, Status: 200}
 	batch := make([]usage.Record, 500)
 	for i := range batch {
 		batch[i] = rec
