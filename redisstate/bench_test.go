@@ -9,7 +9,8 @@ import (
 )
 
 // BenchmarkAdmitAndDone is one limit check and its release: the embedded
-// backend, and Redis on loopback (two EVALSHA round trips).
+// backend, and Redis on loopback: rpm+tpm+max_concurrency with a token correction
+// (two EVALSHA round trips), rpm only (one: nothing to release).
 func BenchmarkAdmitAndDone(b *testing.B) {
 	s := redistest.New(b)
 	lim := limits.Limits{RPM: 100000000, TPM: 1000000000, MaxConcurrency: 1000}
@@ -18,18 +19,25 @@ func BenchmarkAdmitAndDone(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { c.Close() })
+	rpmOnly := limits.Limits{RPM: 100000000}
 	for _, bc := range []struct {
 		name string
 		be   limits.Backend
-	}{{"embedded", limits.NewMemory()}, {"redis loopback", NewLimits(c)}} {
+		lim  limits.Limits
+		used int
+	}{
+		{"embedded", limits.NewMemory(), lim, 50},
+		{"redis loopback", NewLimits(c), lim, 50},
+		{"redis loopback rpm only", NewLimits(c), rpmOnly, 0},
+	} {
 		b.Run(bc.name, func(b *testing.B) {
 			l := limits.New(bc.be, nil)
 			for range b.N {
-				g, err := l.Admit(context.Background(), "key:bench", lim, 100)
+				g, err := l.Admit(context.Background(), "key:bench", bc.lim, 100)
 				if err != nil {
 					b.Fatal(err)
 				}
-				_ = g.Done(50)
+				_ = g.Done(bc.used)
 			}
 		})
 	}

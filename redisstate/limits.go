@@ -204,11 +204,16 @@ func (l *Limits) outage(ctx context.Context, r limits.Request) (limits.Decision,
 	return d, err
 }
 
-// Release implements limits.Backend. A release that cannot reach Redis is lost:
-// the slot frees itself after LeaseTTL, the token correction is dropped.
+// Release implements limits.Backend: one round trip when there is something to
+// give back (a concurrency slot, a token correction, an undone request), none
+// otherwise. A release that cannot reach Redis is lost: the slot frees itself
+// after LeaseTTL, the token correction is dropped.
 func (l *Limits) Release(ctx context.Context, r limits.Release) error {
 	if r.Lease == localLease {
 		return l.local.Release(ctx, r)
+	}
+	if r.Lease == "" && r.TokenDelta == 0 && !r.Undo {
+		return nil // nothing to give back (no slot, no correction): no round trip
 	}
 	if l.c.health.skip() {
 		return fmt.Errorf("redis unreachable: release of %s dropped", r.Subject)

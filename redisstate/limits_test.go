@@ -226,3 +226,17 @@ func TestRedisOutageFollowsThePolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestReleaseWithNothingToGiveBackCostsNoRoundTrip: an rpm-only call whose answer
+// used what was estimated needs no release in Redis (one round trip per request).
+func TestReleaseWithNothingToGiveBackCostsNoRoundTrip(t *testing.T) {
+	t.Parallel()
+	s := redistest.New(t)
+	c := open(t, s, Allow)
+	l := limits.New(NewLimits(c), nil)
+	g, err := l.Admit(context.Background(), "n", limits.Limits{RPM: 10}, 0)
+	require.NoError(t, err)
+	s.Stop() // a round trip now would fail
+	require.NoError(t, g.Done(0))
+	require.True(t, c.Up(), "no Redis call was made")
+}
