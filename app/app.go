@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard/switchyard/limits"
 	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/providers"
+	"github.com/switchyard/switchyard/providers/anthropic"
 	"github.com/switchyard/switchyard/providers/openai"
 	"github.com/switchyard/switchyard/providers/simulator"
 	"github.com/switchyard/switchyard/resilience"
@@ -219,8 +220,10 @@ func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics, lim 
 					"or a providers: block in a config file passed with --config")
 			}
 		case "anthropic":
-			log.Error("provider type not supported yet; skipping it", "provider", name, "type", p.Type)
-			continue
+			prov = anthropic.New(anthropic.Config{Name: name, BaseURL: p.BaseURL, APIKey: string(p.APIKey), Headers: p.Headers,
+				DefaultMaxTokens: p.DefaultMaxTokens, ConnectTimeout: p.ConnectTimeout, ResponseHeaderTimeout: p.ResponseHeaderTimeout,
+				Timeout: p.Timeout, StreamIdleTimeout: p.StreamIdleTimeout,
+				FirstTokenTimeout: config.ResolveFirstTokenTimeout(cfg.Resilience, p.Resilience), Log: log})
 		default:
 			var az *openai.Azure
 			if p.Type == "azure" {

@@ -3,12 +3,16 @@ package app
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/keys"
 	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/redisstate"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/server"
+	"github.com/switchyard/switchyard/store"
 )
 
 // redisShared is the shared state of several replicas (state.redis.url): limits,
@@ -40,6 +44,12 @@ func openRedis(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) (*redis
 	log.Info("state: SHARED mode (Redis): limits, virtual keys, API-made virtual models and admin breaker trips/resets "+
 		"are shared by every replica; breaker failure counting stays per replica",
 		"on_error", r.OnError, "timeout", r.Timeout.String(), "resync_interval", r.ResyncInterval.String(), "prefix", r.Prefix)
+	for _, name := range []string{keys.FileName, store.FileName} {
+		if _, err := os.Stat(filepath.Join(cfg.Server.DataDir, name)); err == nil {
+			log.Warn("state: shared mode ignores the embedded state file in data_dir (keys and virtual models come from Redis); "+
+				"recreate what it holds through the admin API", "file", filepath.Join(cfg.Server.DataDir, name))
+		}
+	}
 	return &redisShared{client: c, limits: redisstate.NewLimits(c), keys: redisstate.NewKeys(c)}, nil
 }
 

@@ -97,7 +97,8 @@ func TestStreamFailoverBeforeFirstByte(t *testing.T) {
 		attempts int
 	}{
 		{"error status", fakeupstream.Reply{Status: 503}, 2},
-		{"in-band error first event", fakeupstream.Reply{Events: []string{`{"error":{"message":"overloaded","code":"529"}}`}}, 1},
+		// 529 (overloaded) is retried, as 503 is.
+		{"in-band error first event", fakeupstream.Reply{Events: []string{`{"error":{"message":"overloaded","code":"529"}}`}}, 2},
 		{"200 closing with no event", fakeupstream.Reply{Events: []string{}}, 2},
 		{"connection reset", fakeupstream.Reply{Reset: true}, 2},
 	}

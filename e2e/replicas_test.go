@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -204,4 +206,26 @@ func TestThreeReplicasShareOneRedis(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, "%v", body)
 	require.Eventually(t, func() bool { c, _ := chatStatus(t, gs[0], "sk-master", "after-outage"); return c == http.StatusOK },
 		time.Second, 10*time.Millisecond)
+}
+
+// TestStartupSaysWhichStateModeIsInForce: embedded mode warns that limits are per
+// process; shared mode says what is shared, and that an embedded state file left
+// in data_dir is ignored.
+func TestStartupSaysWhichStateModeIsInForce(t *testing.T) {
+	t.Parallel()
+	embedded := start(t, keysYAML)
+	require.Contains(t, embedded.logs.String(), "EMBEDDED mode")
+	require.Contains(t, embedded.logs.String(), "limits are counted PER PROCESS")
+	require.NotContains(t, embedded.logs.String(), "SHARED mode")
+
+	redis := redistest.New(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "keys.yaml"), []byte("keys: []\n"), 0o600))
+	shared := start(t, keysYAML+"  data_dir: "+dir+"\n", withYAML("state:\n  redis:\n    url: "+redis.URL()+"\n"))
+	logs := shared.logs.String()
+	require.Contains(t, logs, "SHARED mode")
+	require.Contains(t, logs, "breaker failure counting stays per replica")
+	require.Contains(t, logs, "shared mode ignores the embedded state file")
+	require.NotContains(t, logs, "EMBEDDED mode")
+	require.NotContains(t, logs, redis.Addr(), "the Redis URL may hold a password: never logged")
 }

@@ -23,6 +23,10 @@ type Attempt struct {
 	RequestID string
 	// IncludeUsage asks the upstream for a usage chunk even if the client did not.
 	IncludeUsage bool
+	// Betas are the client's anthropic-beta values (the /v1/messages surface):
+	// providers on Anthropic's wire send them beside their configured ones, so a
+	// client's opt-in features reach the upstream; others ignore them.
+	Betas []string
 }
 
 // Request is one upstream chat call.

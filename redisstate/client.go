@@ -85,6 +85,7 @@ func Open(cfg Config) (*Client, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	routeLibraryLogs(cfg.Log)
 	// Every call is bounded by its context (ContextTimeoutEnabled) and by the
 	// timeouts; no retries inside the client: the caller's policy decides at once.
 	opt.DialTimeout = max(cfg.Timeout, time.Second)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -130,8 +132,9 @@ return 1
 // Redis cannot answer, Admit follows the client's policy: Allow decides with a
 // local in-memory backend (this replica counting alone), Deny refuses.
 type Limits struct {
-	c     *Client
-	local *limits.Memory
+	c       *Client
+	local   *limits.Memory
+	pending atomic.Int32 // background release retries running
 	// callerClock uses the limiter's clock instead of Redis's (tests).
 	callerClock bool
 }
@@ -204,15 +207,48 @@ func (l *Limits) outage(ctx context.Context, r limits.Request) (limits.Decision,
 	return d, err
 }
 
-// Release implements limits.Backend. A release that cannot reach Redis is lost:
-// the slot frees itself after LeaseTTL, the token correction is dropped.
+// Release implements limits.Backend: one round trip when there is something to
+// give back (a concurrency slot, a token correction, an undone request), none
+// otherwise. A release Redis cannot take now is retried in the background once a
+// second for releaseRetryFor (at most maxPendingReleases at once), so that a short
+// outage does not hold a key's concurrency slots until LeaseTTL; past that the
+// slot frees itself at LeaseTTL and the token correction is dropped.
 func (l *Limits) Release(ctx context.Context, r limits.Release) error {
 	if r.Lease == localLease {
 		return l.local.Release(ctx, r)
 	}
-	if l.c.health.skip() {
-		return fmt.Errorf("redis unreachable: release of %s dropped", r.Subject)
+	if r.Lease == "" && r.TokenDelta == 0 && !r.Undo {
+		return nil // nothing to give back (no slot, no correction): no round trip
 	}
+	err := errors.New("redis unreachable")
+	if !l.c.health.skip() {
+		err = l.release(ctx, r)
+	}
+	if err != nil && l.pending.Add(1) <= maxPendingReleases {
+		go l.retryRelease(context.WithoutCancel(ctx), r)
+	} else if err != nil {
+		l.pending.Add(-1)
+	}
+	return err
+}
+
+// Bounds of the background retries of failed releases.
+const (
+	releaseRetryFor    = 30 * time.Second
+	maxPendingReleases = 1024
+)
+
+func (l *Limits) retryRelease(ctx context.Context, r limits.Release) {
+	defer l.pending.Add(-1)
+	for deadline := time.Now().Add(releaseRetryFor); time.Now().Before(deadline); {
+		time.Sleep(probeInterval)
+		if err := l.release(ctx, r); err == nil || errors.Is(err, redis.ErrClosed) {
+			return
+		}
+	}
+}
+
+func (l *Limits) release(ctx context.Context, r limits.Release) error {
 	undo := "0"
 	if r.Undo {
 		undo = "1"

@@ -226,3 +226,40 @@ func TestRedisOutageFollowsThePolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestReleaseWithNothingToGiveBackCostsNoRoundTrip: an rpm-only call whose answer
+// used what was estimated needs no release in Redis (one round trip per request).
+func TestReleaseWithNothingToGiveBackCostsNoRoundTrip(t *testing.T) {
+	t.Parallel()
+	s := redistest.New(t)
+	c := open(t, s, Allow)
+	l := limits.New(NewLimits(c), nil)
+	g, err := l.Admit(context.Background(), "n", limits.Limits{RPM: 10}, 0)
+	require.NoError(t, err)
+	s.Stop() // a round trip now would fail
+	require.NoError(t, g.Done(0))
+	require.True(t, c.Up(), "no Redis call was made")
+}
+
+// TestAReleaseDuringAnOutageIsRetried: a call that ends while Redis is down
+// gives its concurrency slot back once Redis returns, not after LeaseTTL.
+func TestAReleaseDuringAnOutageIsRetried(t *testing.T) {
+	t.Parallel()
+	s := redistest.New(t)
+	c := open(t, s, Deny)
+	l := limits.New(NewLimits(c), nil)
+	lim := limits.Limits{MaxConcurrency: 1}
+	g, err := l.Admit(context.Background(), "r", lim, 0)
+	require.NoError(t, err)
+	s.Stop()
+	require.Error(t, g.Done(0), "Redis is down")
+	s.Start()
+	require.Eventually(t, func() bool {
+		g, err := l.Admit(context.Background(), "r", lim, 0)
+		if err != nil {
+			return false
+		}
+		require.NoError(t, g.Done(0))
+		return true
+	}, 5*time.Second, 50*time.Millisecond, "the slot came back with Redis")
+}

@@ -94,6 +94,11 @@ func (c *Client) reload(ctx context.Context, topic string) error {
 
 // Resync reloads everything now; the first success makes the replica ready.
 func (c *Client) Resync(ctx context.Context) error {
+	// A reload may read nothing itself (the keys' only tells the registry): the
+	// PING makes "loaded" mean that Redis answered.
+	if err := c.call(ctx, "load", func(ctx context.Context) error { return c.rdb.Ping(ctx).Err() }); err != nil {
+		return err
+	}
 	if err := c.reload(ctx, ""); err != nil {
 		return err
 	}

@@ -213,3 +213,34 @@ func TestOutageKeepsTheLastKnownStateAndRefusesChanges(t *testing.T) {
 	_, detail = r1.c.Ready()
 	require.Equal(t, "redis ok", detail)
 }
+
+// TestStartWithRedisDown: a replica started while Redis is down starts (no
+// crash), is not ready, and loads the shared state as soon as Redis answers.
+func TestStartWithRedisDown(t *testing.T) {
+	t.Parallel()
+	s := redistest.New(t)
+	r1 := newReplica(t, s, time.Hour)
+	_, secret, err := r1.keys.Create(context.Background(), keys.Spec{Name: "svc", Models: []string{"*"}})
+	require.NoError(t, err)
+	s.Stop()
+
+	c, err := Open(Config{URL: s.URL(), Prefix: "t:" + t.Name() + ":", ResyncInterval: time.Hour})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	ks := NewKeys(c)
+	start := time.Now()
+	stop := c.Start(context.Background())
+	t.Cleanup(stop)
+	reg, err := keys.NewRegistry(context.Background(), ks, nil, nil)
+	require.NoError(t, err, "start-up does not fail on a Redis outage")
+	t.Cleanup(reg.Close)
+	require.Less(t, time.Since(start), 3*time.Second, "no hang")
+	ok, detail := c.Ready()
+	require.False(t, ok)
+	require.Contains(t, detail, "not loaded yet")
+
+	s.Start()
+	require.Eventually(t, func() bool { ok, _ := c.Ready(); return ok }, 5*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { _, err := reg.Authenticate(secret); return err == nil }, 5*time.Second, 20*time.Millisecond,
+		"the keys are loaded once Redis answers")
+}

@@ -32,6 +32,8 @@ type Call struct {
 	Op string
 	// EstTokens is the call's estimated token cost, for targets' limiters.
 	EstTokens int
+	// Betas are the client's anthropic-beta values, for every attempt.
+	Betas []string
 }
 
 // Router resolves models (virtual models first, then provider models) and runs each
@@ -138,7 +140,7 @@ type attempt[T any] func(ctx context.Context, route Route, t Target, a providers
 // newAttempt is what the i-th target of a walk gets: the client's Idempotency-Key
 // goes to the first only (a failover attempt sends another request).
 func newAttempt(call Call, route Route, i int) providers.Attempt {
-	a := providers.Attempt{Model: route.Model, RequestID: call.RequestID, IncludeUsage: call.IncludeUsage}
+	a := providers.Attempt{Model: route.Model, RequestID: call.RequestID, IncludeUsage: call.IncludeUsage, Betas: call.Betas}
 	if i == 0 {
 		a.IdempotencyKey = call.IdempotencyKey
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -109,6 +110,7 @@ func (s messagesService) start(ctx context.Context, req messageRequest) (*report
 	rep.op = opMessages
 	call := callOf(ctx)
 	call.Trace, call.Op = &rep.trace, opMessages
+	call.Betas = betasOf(ctx)
 	if req.err != nil {
 		return rep, call, surfaceError(req.err)
 	}
@@ -223,4 +225,21 @@ func (s messagesService) countTokens(ctx context.Context, req messageRequest) ([
 		return nil, toStatus(s.log, err)
 	}
 	return resp, nil
+}
+
+// mdAnthropicBeta carries a /v1/messages client's anthropic-beta header.
+const mdAnthropicBeta = "anthropic-beta"
+
+// betasOf is the client's anthropic-beta values, one per feature (the header
+// may be repeated or hold a comma-separated list).
+func betasOf(ctx context.Context) []string {
+	var out []string
+	for _, v := range metadata.ValueFromIncomingContext(ctx, mdAnthropicBeta) {
+		for _, b := range strings.Split(v, ",") {
+			if b = strings.TrimSpace(b); b != "" && len(b) <= 128 {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
 }

@@ -74,6 +74,7 @@ var forwardedHeaders = map[string]string{
 	"Idempotency-Key": mdIdempotencyKey,
 	"Traceparent":     "traceparent",
 	"Tracestate":      "tracestate",
+	"Anthropic-Beta":  mdAnthropicBeta,
 }
 
 // outgoingHeader lets only Switchyard's own response metadata out as headers.

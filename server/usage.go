@@ -143,16 +143,22 @@ func (r *report) returnUsage(ctx context.Context, rec *usage.Record) {
 	if rec.Tokens.Total() == 0 && rec.CostUSD == nil {
 		return
 	}
-	md := metadata.MD{}
-	if rec.CostUSD != nil {
-		md.Set(mdCost, strconv.FormatFloat(*rec.CostUSD, 'f', -1, 64))
+	// One backing array for the values: this runs on every request.
+	vals := make([]string, 0, 6)
+	md := make(metadata.MD, 6)
+	set := func(k, v string) {
+		vals = append(vals, v)
+		md[k] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
-	md.Set(mdPromptTokens, strconv.FormatInt(rec.Tokens.Prompt, 10))
-	md.Set(mdCompletionTkns, strconv.FormatInt(rec.Tokens.Completion, 10))
-	md.Set(mdCachedTokens, strconv.FormatInt(rec.Tokens.Cached, 10))
-	md.Set(mdReasoningTokens, strconv.FormatInt(rec.Tokens.Reasoning, 10))
+	if rec.CostUSD != nil {
+		set(mdCost, strconv.FormatFloat(*rec.CostUSD, 'f', -1, 64))
+	}
+	set(mdPromptTokens, strconv.FormatInt(rec.Tokens.Prompt, 10))
+	set(mdCompletionTkns, strconv.FormatInt(rec.Tokens.Completion, 10))
+	set(mdCachedTokens, strconv.FormatInt(rec.Tokens.Cached, 10))
+	set(mdReasoningTokens, strconv.FormatInt(rec.Tokens.Reasoning, 10))
 	if rec.Tokens.Estimated {
-		md.Set(mdTokensEstimated, "true")
+		set(mdTokensEstimated, "true")
 	}
 	if r.surface == surfaceGRPC {
 		_ = grpc.SetTrailer(ctx, md)
@@ -239,6 +245,9 @@ func (r *report) firstToken() {
 // isVirtual tells virtual model names.
 func isVirtual(rt *router.Router) func(string) bool {
 	return func(name string) bool {
+		if !rt.Known(name) { // provider/model names: no lookup (and no error built)
+			return false
+		}
 		_, err := rt.VirtualModel(name)
 		return err == nil
 	}

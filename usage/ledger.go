@@ -6,7 +6,7 @@ import "context"
 // record, adds its cost to the key's running spend, and queues it for the store.
 // A nil *Ledger records nothing.
 type Ledger struct {
-	prices Prices
+	prices priceIndex
 	writer *Writer
 	spend  *Spend
 	store  Store
@@ -15,7 +15,7 @@ type Ledger struct {
 // NewLedger joins a price table, a writer, the running spend (nil: none) and the
 // store the writer writes to (which queries read, and Close closes).
 func NewLedger(prices Prices, w *Writer, spend *Spend, store Store) *Ledger {
-	return &Ledger{prices: prices, writer: w, spend: spend, store: store}
+	return &Ledger{prices: indexPrices(prices), writer: w, spend: spend, store: store}
 }
 
 // Record prices r (when it has no cost yet), adds the cost to its key's spend
@@ -25,7 +25,7 @@ func (l *Ledger) Record(r *Record) {
 		return
 	}
 	if r.CostUSD == nil && r.Provider != "" {
-		r.CostUSD = l.prices.Cost(r.Provider, r.TargetModel, r.Tokens)
+		r.CostUSD = l.prices.cost(r.Provider, r.TargetModel, r.Tokens)
 	}
 	if l.spend != nil && r.CostUSD != nil && *r.CostUSD > 0 {
 		l.spend.Add(r.KeyID, *r.CostUSD, r.Time)

@@ -36,6 +36,37 @@ func (p Prices) Lookup(provider, model string) (Price, bool) {
 	return pr, ok
 }
 
+// priceIndex is Prices for the request path: "provider/model" found without
+// building the string.
+type priceIndex struct {
+	full map[[2]string]Price // every split of a name at a '/': the same as Lookup's concatenation
+	bare Prices
+}
+
+func indexPrices(p Prices) priceIndex {
+	ix := priceIndex{full: map[[2]string]Price{}, bare: p}
+	for name, pr := range p {
+		for i := 0; i < len(name); i++ {
+			if name[i] == '/' {
+				ix.full[[2]string{name[:i], name[i+1:]}] = pr
+			}
+		}
+	}
+	return ix
+}
+
+// cost is Prices.Cost without allocating the lookup key.
+func (ix priceIndex) cost(provider, model string, t Tokens) *float64 {
+	pr, ok := ix.full[[2]string{provider, model}]
+	if !ok {
+		if pr, ok = ix.bare[model]; !ok {
+			return nil
+		}
+	}
+	c := pr.Cost(t)
+	return &c
+}
+
 // Cost prices t: nil when the model has no price (never a made-up number).
 func (p Prices) Cost(provider, model string, t Tokens) *float64 {
 	pr, ok := p.Lookup(provider, model)

@@ -189,3 +189,21 @@ func TestLoadPrices(t *testing.T) {
 	_, err := usage.LoadPrices(filepath.Join(dir, "missing.yaml"))
 	require.Error(t, err)
 }
+
+// TestLedgerPricesLikeLookup: the ledger's index finds what Lookup finds, names
+// with several slashes included, and allocates nothing but the cost.
+func TestLedgerPricesLikeLookup(t *testing.T) {
+	t.Parallel()
+	p := usage.Prices{"a/m": {Input: 1}, "m": {Input: 2}, "meta-llama/Llama-3": {Input: 3}, "x/meta-llama/Llama-3": {Input: 4}}
+	for _, c := range [][2]string{{"a", "m"}, {"b", "m"}, {"x", "meta-llama/Llama-3"}, {"y", "meta-llama/Llama-3"},
+		{"meta-llama", "Llama-3"}, {"a", "none"}} {
+		want, ok := p.Lookup(c[0], c[1])
+		got := usage.LedgerCost(p, c[0], c[1], usage.Tokens{Prompt: 1e6})
+		if !ok {
+			require.Nil(t, got, c)
+			continue
+		}
+		require.NotNil(t, got, c)
+		require.Equal(t, want.Input, *got, c)
+	}
+}

@@ -27,10 +27,25 @@ const columns = `ts, request_id, surface, endpoint, stream, key_id, model, virtu
 	attempts, attempt_count, failovers, resumes, hedged, prompt_tokens, completion_tokens, cached_tokens,
 	cache_write_tokens, reasoning_tokens, tokens_estimated, cost_usd, latency_ms, ttft_ms, status, error_code`
 
+// rowsPerInsert is how many records one INSERT statement carries (26 values
+// each: far below SQLite's and Postgres's limits on parameters).
+const rowsPerInsert = 50
+
+var columnCount = strings.Count(columns, ",") + 1
+
+// insertFor is the INSERT of n rows.
+func (s *sqlStore) insertFor(n int) string {
+	if n == rowsPerInsert && s.insert != "" {
+		return s.insert
+	}
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", columnCount), ", ") + ")"
+	return s.d.rebind("INSERT INTO usage_requests (" + columns + ") VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", n), ", "))
+}
+
 func newSQLStore(db *sql.DB, d dialect) *sqlStore {
-	n := strings.Count(columns, ",") + 1
-	insert := "INSERT INTO usage_requests (" + columns + ") VALUES (" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")"
-	return &sqlStore{db: db, d: d, insert: d.rebind(insert)}
+	s := &sqlStore{db: db, d: d}
+	s.insert = s.insertFor(rowsPerInsert)
+	return s
 }
 
 func b2i(b bool) int {
@@ -49,30 +64,36 @@ func (s *sqlStore) Write(ctx context.Context, batch []Record) error {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
-	stmt, err := tx.PrepareContext(ctx, s.insert)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
-	for i := range batch {
-		r := &batch[i]
-		var ttft any
-		if r.TTFT > 0 {
-			ttft = millis(r.TTFT)
+	args := make([]any, 0, columnCount*min(len(batch), rowsPerInsert))
+	for len(batch) > 0 {
+		n := min(len(batch), rowsPerInsert)
+		args = args[:0]
+		for i := range batch[:n] {
+			args = appendRow(args, &batch[i])
 		}
-		var cost any
-		if r.CostUSD != nil {
-			cost = *r.CostUSD
-		}
-		t := r.Tokens
-		if _, err := stmt.ExecContext(ctx, r.Time.UnixMicro(), r.RequestID, r.Surface, r.Endpoint, b2i(r.Stream), r.KeyID,
-			r.Model, r.VirtualModel, r.Provider, r.TargetModel, encodeAttempts(r.Attempts), len(r.Attempts), r.Failovers,
-			r.Resumes, b2i(r.Hedged), t.Prompt, t.Completion, t.Cached, t.CacheWrite, t.Reasoning, b2i(t.Estimated),
-			cost, millis(r.Latency), ttft, r.Status, r.ErrorCode); err != nil {
+		if _, err := tx.ExecContext(ctx, s.insertFor(n), args...); err != nil {
 			return err
 		}
+		batch = batch[n:]
 	}
 	return tx.Commit()
+}
+
+// appendRow adds r's values in columns' order.
+func appendRow(args []any, r *Record) []any {
+	var ttft any
+	if r.TTFT > 0 {
+		ttft = millis(r.TTFT)
+	}
+	var cost any
+	if r.CostUSD != nil {
+		cost = *r.CostUSD
+	}
+	t := r.Tokens
+	return append(args, r.Time.UnixMicro(), r.RequestID, r.Surface, r.Endpoint, b2i(r.Stream), r.KeyID,
+		r.Model, r.VirtualModel, r.Provider, r.TargetModel, encodeAttempts(r.Attempts), len(r.Attempts), r.Failovers,
+		r.Resumes, b2i(r.Hedged), t.Prompt, t.Completion, t.Cached, t.CacheWrite, t.Reasoning, b2i(t.Estimated),
+		cost, millis(r.Latency), ttft, r.Status, r.ErrorCode)
 }
 
 // where builds the filter's condition; every branch starts with the time range,

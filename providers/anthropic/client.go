@@ -164,6 +164,9 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 		if a.RequestID != "" {
 			hr.Header.Set("X-Request-Id", a.RequestID)
 		}
+		if len(a.Betas) > 0 { // the client's opt-ins, after the configured ones
+			hr.Header.Set("Anthropic-Beta", strings.Join(mergeBetas(hr.Header.Values("Anthropic-Beta"), a.Betas), ","))
+		}
 	}
 	return hr, nil
 }
@@ -267,4 +270,22 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 		after = page.LastID
 	}
 	return ids, nil
+}
+
+// mergeBetas is the configured beta values, then the client's that are not
+// among them.
+func mergeBetas(configured, client []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, list := range [][]string{configured, client} {
+		for _, v := range list {
+			for _, b := range strings.Split(v, ",") {
+				if b = strings.TrimSpace(b); b != "" && !seen[b] {
+					seen[b] = true
+					out = append(out, b)
+				}
+			}
+		}
+	}
+	return out
 }
