@@ -229,3 +229,30 @@ func TestStartupSaysWhichStateModeIsInForce(t *testing.T) {
 	require.NotContains(t, logs, "EMBEDDED mode")
 	require.NotContains(t, logs, redis.Addr(), "the Redis URL may hold a password: never logged")
 }
+
+// TestAdminBreakerTripReachesEveryReplica: a trip through the admin API on one
+// replica opens the breaker on the others within 1s (and requests there route
+// around it); a reset on another replica closes it everywhere.
+func TestAdminBreakerTripReachesEveryReplica(t *testing.T) {
+	t.Parallel()
+	redis := redistest.New(t)
+	gs, _ := replicas(t, redis, 2)
+	state := func(g *gateway) string {
+		code, body := adminREST(t, g, http.MethodGet, "/admin/v1/breakers", "")
+		require.Equal(t, http.StatusOK, code)
+		for _, b := range body["breakers"].([]any) {
+			if b := b.(map[string]any); b["provider"] == "up" {
+				return b["state"].(string)
+			}
+		}
+		return ""
+	}
+	code, body := adminREST(t, gs[0], http.MethodPost, "/admin/v1/breakers:trip", `{"provider":"up","duration":"10m"}`)
+	require.Equal(t, http.StatusOK, code, "%v", body)
+	require.Eventually(t, func() bool { return state(gs[1]) == "BREAKER_STATE_OPEN" }, time.Second, 10*time.Millisecond)
+	c, _ := chatStatus(t, gs[1], "sk-master", "up/gpt-4o")
+	require.Equal(t, http.StatusServiceUnavailable, c, "the other replica refuses the tripped target")
+	code, body = adminREST(t, gs[1], http.MethodPost, "/admin/v1/breakers:reset", `{"provider":"up"}`)
+	require.Equal(t, http.StatusOK, code, "%v", body)
+	require.Eventually(t, func() bool { return state(gs[0]) == "BREAKER_STATE_CLOSED" }, time.Second, 10*time.Millisecond)
+}
