@@ -123,7 +123,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	if err != nil {
 		return nil, err
 	}
-	ledger, err := openLedger(ctx, cfg, log, m)
+	ledger, err := openLedger(ctx, cfg, log, m, rs.spend())
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 		MaxConnectionAge: cfg.Server.MaxConnectionAge, MaxConnectionAgeGrace: cfg.Server.MaxConnectionAgeGrace,
 		Failover: cfg.Failover, Providers: infos, Targets: targets,
 		PersistVirtualModels: persist, Metrics: m, Tracer: tracer,
-		Keys: server.Keys{Master: string(cfg.Server.MasterKey), Admin: string(cfg.Server.AdminKey)},
+		Keys:        server.Keys{Master: string(cfg.Server.MasterKey), Admin: string(cfg.Server.AdminKey)},
 		VirtualKeys: vkeys, Limiter: limiter, KeyMetrics: cfg.Server.KeyMetricsOn(),
 		Breakers: rs.breakers(), SharedReady: rs.ready(),
 		Ledger: ledger,

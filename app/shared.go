@@ -13,6 +13,7 @@ import (
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/server"
 	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/usage"
 )
 
 // redisShared is the shared state of several replicas (state.redis.url): limits,
@@ -51,6 +52,15 @@ func openRedis(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) (*redis
 		}
 	}
 	return &redisShared{client: c, limits: redisstate.NewLimits(c), keys: redisstate.NewKeys(c)}, nil
+}
+
+// spend is where budgets' running totals are kept: Redis in shared mode, nil
+// (this process's memory) in embedded mode.
+func (s *redisShared) spend() usage.Totals {
+	if s == nil {
+		return nil
+	}
+	return redisstate.NewSpend(s.client)
 }
 
 // state is the limits backend and key store the rest of the app uses.

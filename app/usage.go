@@ -17,7 +17,9 @@ const seedTimeout = 10 * time.Second
 
 // openLedger opens the usage store, the writer and the running spend (seeded
 // from the store) from cfg's usage, pricing and pricing_file.
-func openLedger(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.Metrics) (*usage.Ledger, error) {
+// totals is where budgets' running spend is kept: nil is this process's memory,
+// else the shared state's (Redis), so that a budget holds across replicas.
+func openLedger(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.Metrics, totals usage.Totals) (*usage.Ledger, error) {
 	prices, err := pricesOf(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -30,7 +32,7 @@ func openLedger(ctx context.Context, cfg *config.Config, log *slog.Logger, m *me
 	if err != nil {
 		return nil, err
 	}
-	spend := usage.NewSpend(nil, nil) // TODO(replicas): usage.Totals on the shared state (Redis) when configured
+	spend := usage.NewSpend(totals, nil)
 	seed, cancel := context.WithTimeout(ctx, seedTimeout)
 	defer cancel()
 	if err := spend.Seed(seed, st); err != nil {

@@ -31,6 +31,13 @@ type Totals interface {
 	Get(key, period string, start time.Time) float64
 }
 
+// Seeder is implemented by Totals shared by several replicas: Seed sets a
+// total from the store only where none is kept yet, so that each replica's
+// start does not add the store's sums again.
+type Seeder interface {
+	Seed(key, period string, start time.Time, usd float64)
+}
+
 // Spend is the running spend per key for budgets: updated from each record as it
 // is made, seeded from the store at start, never recomputed from the table on the
 // request path.
@@ -88,8 +95,13 @@ func (s *Spend) Seed(ctx context.Context, st Store) error {
 		if err != nil {
 			return err
 		}
+		sd, shared := s.totals.(Seeder)
 		for key, usd := range sums {
-			s.totals.Add(key, p, start, usd)
+			if shared {
+				sd.Seed(key, p, start, usd)
+			} else {
+				s.totals.Add(key, p, start, usd)
+			}
 		}
 	}
 	return nil

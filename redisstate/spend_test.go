@@ -1,0 +1,67 @@
+package redisstate
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchyard/switchyard/internal/redistest"
+	"github.com/switchyard/switchyard/usage"
+)
+
+// Budgets' totals are shared: what one replica adds the others see, a seed from
+// the store is taken once however many replicas start, and while Redis cannot
+// answer each replica judges by what it saw itself.
+func TestSpendIsSharedByReplicas(t *testing.T) {
+	srv := redistest.New(t)
+	a, b := NewSpend(open(t, srv, Allow)), NewSpend(open(t, srv, Allow))
+	// open gives each client the test's prefix: both replicas share it.
+	day := usage.PeriodStart(usage.PeriodDay, time.Now())
+
+	t.Run("one replica's spend is every replica's", func(t *testing.T) {
+		a.Add("key_1", usage.PeriodDay, day, 0.25)
+		b.Add("key_1", usage.PeriodDay, day, 0.5)
+		require.InDelta(t, 0.75, a.Get("key_1", usage.PeriodDay, day), 1e-9)
+		require.InDelta(t, 0.75, b.Get("key_1", usage.PeriodDay, day), 1e-9)
+		require.Zero(t, a.Get("key_1", usage.PeriodDay, day.AddDate(0, 0, 1)), "a new period starts at 0")
+	})
+	t.Run("the store's seed is taken once", func(t *testing.T) {
+		a.Seed("key_2", usage.PeriodMonth, day, 3)
+		b.Seed("key_2", usage.PeriodMonth, day, 3) // a second replica starting, or a restart
+		require.InDelta(t, 3, b.Get("key_2", usage.PeriodMonth, day), 1e-9)
+	})
+	t.Run("an outage falls back to this replica's own totals", func(t *testing.T) {
+		srv.Stop()
+		t.Cleanup(srv.Start)
+		a.Add("key_1", usage.PeriodDay, day, 1)
+		require.InDelta(t, 1.25, a.Get("key_1", usage.PeriodDay, day), 1e-9, "a's own 0.25 + 1")
+	})
+}
+
+// usage.Spend seeds shared totals with Seed, not Add.
+func TestUsageSpendSeedsSharedTotalsOnce(t *testing.T) {
+	srv := redistest.New(t)
+	c := open(t, srv, Allow)
+	st := fixedStore{"key_3": 2}
+	for range 3 { // three replicas starting
+		require.NoError(t, usage.NewSpend(NewSpend(c), nil).Seed(t.Context(), st))
+	}
+	over, spent, _ := usage.NewSpend(NewSpend(c), nil).Over("key_3", 5, usage.PeriodDay)
+	require.False(t, over)
+	require.InDelta(t, 2, spent, 1e-9)
+}
+
+// fixedStore is a usage store whose only answer is its spend per key.
+type fixedStore map[string]float64
+
+func (f fixedStore) Write(context.Context, []usage.Record) error { return nil }
+func (f fixedStore) Query(context.Context, usage.Query) ([]usage.Group, error) {
+	return nil, nil
+}
+func (f fixedStore) List(context.Context, usage.ListFilter) (usage.Page, error) {
+	return usage.Page{}, nil
+}
+func (f fixedStore) SpendSince(context.Context, time.Time) (map[string]float64, error) { return f, nil }
+func (f fixedStore) Close() error                                                      { return nil }
