@@ -21,6 +21,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/switchyard/switchyard/internal/testutil"
 )
 
 // Bin finds the directory of initdb and pg_ctl: $PG_BIN, else the newest
@@ -87,7 +89,7 @@ func New(t testing.TB) *Server {
 		t.Fatalf("pgtest: initdb: %v\n%s", err, out)
 	}
 	for range 5 { // a free port can be taken between choosing it and binding it
-		if s.port, err = freePort(); err != nil {
+		if s.port, err = testutil.FreePort(); err != nil {
 			t.Fatalf("pgtest: %v", err)
 		}
 		if err = s.start(); err == nil {
@@ -142,7 +144,7 @@ func (s *Server) start() error {
 	out, err := s.run("pg_ctl", "-D", s.data(), "-o", opts, "-l", filepath.Join(s.dir, "server.log"), "-w", "-t", "30", "start")
 	if err != nil {
 		raw, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
-		return fmt.Errorf("pg_ctl start on port %d: %v\n%s\n%s", s.port, err, out, lastLines(string(raw), 5))
+		return fmt.Errorf("pg_ctl start on port %d: %v\n%s\n%s", s.port, err, out, testutil.LastLines(string(raw), 5, "\n"))
 	}
 	s.running = true
 	return nil
@@ -227,21 +229,4 @@ func (s *Server) pids() ([]int, error) {
 		}
 	}
 	return pids, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

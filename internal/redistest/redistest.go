@@ -19,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchyard/switchyard/internal/testutil"
 )
 
 // Binary is the server run; REDIS_SERVER overrides it (a Valkey binary works too).
@@ -53,7 +55,7 @@ func New(t testing.TB) *Server {
 	s := &Server{t: t, dir: t.TempDir()}
 	var err error
 	for range 5 { // a free port can be taken between choosing it and binding it
-		if s.port, err = freePort(); err != nil {
+		if s.port, err = testutil.FreePort(); err != nil {
 			t.Fatalf("redistest: %v", err)
 		}
 		if err = s.start(); err == nil {
@@ -120,7 +122,7 @@ func (s *Server) start() error {
 		_ = cmd.Process.Kill()
 		<-done
 		raw, _ := os.ReadFile(logPath)
-		return fmt.Errorf("%w; log: %s", err, lastLines(string(raw), 5))
+		return fmt.Errorf("%w; log: %s", err, testutil.LastLines(string(raw), 5, " | "))
 	}
 	s.cmd, s.done = cmd, done
 	return nil
@@ -161,23 +163,4 @@ func ping(addr string) error {
 		return fmt.Errorf("PING answered %q", line)
 	}
 	return nil
-}
-
-// freePort picks a port nothing listens on by binding 127.0.0.1:0 and closing it
-// (redis-server has no --port 0); the caller retries if another process takes it.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, " | ")
 }
