@@ -5,7 +5,10 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/structpb"
 
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/internal/fakeupstream"
 )
 
@@ -76,4 +79,35 @@ func TestMixedChainOpenAIClients(t *testing.T) {
 		require.Error(t, st.Err(), "a broken stream is never a clean end")
 		require.Equal(t, before, g.up.Count(), "nothing is re-sent once the client has part of an answer")
 	})
+}
+
+// gRPC callers reach Claude through the same translation: ChatService is one
+// contract whatever wire the target speaks.
+func TestMixedChainGRPCClients(t *testing.T) {
+	t.Parallel()
+	g, claude := startMixed(t)
+	chat := pb.NewChatServiceClient(g.conn)
+	ctx := metadata.AppendToOutgoingContext(ctxFor(t), "authorization", "Bearer "+messagesKey)
+	req := &pb.ChatCompletionRequest{Model: "gpt-then-claude",
+		Messages: []*pb.ChatMessage{{Role: "user", Content: structpb.NewStringValue("hi")}}}
+
+	g.up.Script(fakeupstream.Reply{Status: 503})
+	resp, err := chat.CreateChatCompletion(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, "Hello from Claude!", resp.GetChoices()[0].GetMessage().GetContent().GetStringValue())
+	require.Equal(t, "stop", resp.GetChoices()[0].GetFinishReason())
+	require.Equal(t, claudeModel, lastAnthropicRequest(t, claude)["model"])
+
+	g.up.Script(fakeupstream.Reply{Status: 503})
+	st, err := chat.StreamChatCompletion(ctx, req)
+	require.NoError(t, err)
+	text, _ := readGRPCStream(t, st)
+	require.Equal(t, "Hello from Claude!", text)
+}
+
+func lastAnthropicRequest(t *testing.T, a *fakeupstream.Anthropic) map[string]any {
+	t.Helper()
+	reqs := a.Requests()
+	require.NotEmpty(t, reqs)
+	return reqs[len(reqs)-1].JSON()
 }
