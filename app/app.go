@@ -209,6 +209,8 @@ func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics, lim 
 	for _, name := range names {
 		p := cfg.Providers[name]
 		var prov providers.Provider
+		limiter := targetLimiter(lim, name, p)
+		quota := limits.NewQuota(name, limiter, nil) // tightened by the upstream's rate-limit headers
 		switch p.Type {
 		case "simulator":
 			prov = simulator.New(simulator.Config{Name: name, TimeToFirstToken: p.Simulator.TimeToFirstToken,
@@ -223,7 +225,9 @@ func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics, lim 
 			prov = anthropic.New(anthropic.Config{Name: name, BaseURL: p.BaseURL, APIKey: string(p.APIKey), Headers: p.Headers,
 				DefaultMaxTokens: p.DefaultMaxTokens, ConnectTimeout: p.ConnectTimeout, ResponseHeaderTimeout: p.ResponseHeaderTimeout,
 				Timeout: p.Timeout, StreamIdleTimeout: p.StreamIdleTimeout,
-				FirstTokenTimeout: config.ResolveFirstTokenTimeout(cfg.Resilience, p.Resilience), Log: log})
+				FirstTokenTimeout: config.ResolveFirstTokenTimeout(cfg.Resilience, p.Resilience), Log: log,
+				OnQuota: quota.Note})
+			limiter = quota
 		default:
 			var az *openai.Azure
 			if p.Type == "azure" {
@@ -232,7 +236,8 @@ func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics, lim 
 			prov = openai.New(openai.Config{Name: name, BaseURL: p.BaseURL, APIKey: string(p.APIKey), Headers: p.Headers, Azure: az,
 				ConnectTimeout: p.ConnectTimeout, ResponseHeaderTimeout: p.ResponseHeaderTimeout, Timeout: p.Timeout,
 				StreamIdleTimeout: p.StreamIdleTimeout, FirstTokenTimeout: config.ResolveFirstTokenTimeout(cfg.Resilience, p.Resilience),
-				Log: log})
+				Log: log, OnQuota: quota.Note})
+			limiter = quota
 		}
 		retry, breaker := config.ResolveResilience(cfg.Resilience, p.Resilience)
 		percent, minConc := config.ResolveBudget(cfg.Resilience, p.Resilience)
@@ -242,8 +247,7 @@ func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics, lim 
 			"configured_models", len(p.Models), "max_retries", retry.MaxRetries, "breaker", breaker.Active(),
 			"breaker_scope", string(breaker.Scope))
 		configured := slices.Concat(p.Models, p.EmbeddingModels)
-		targets = append(targets, router.Target{Provider: prov, Configured: configured, Guard: guard,
-			Limiter: targetLimiter(lim, name, p)})
+		targets = append(targets, router.Target{Provider: prov, Configured: configured, Guard: guard, Limiter: limiter})
 	}
 	if len(targets) == 0 {
 		return nil, errors.New("no usable provider: configure at least one provider Switchyard supports")

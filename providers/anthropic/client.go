@@ -59,6 +59,9 @@ type Config struct {
 	// Log hears what an operator must act on (the upstream refusing Switchyard's
 	// credentials); nil discards it.
 	Log *slog.Logger
+	// OnQuota hears the upstream's rate-limit headers saying a model has no room
+	// left (see providers.Exhausted); nil ignores them.
+	OnQuota providers.QuotaObserver
 }
 
 // Client calls one Anthropic upstream over a pooled HTTP client.
@@ -113,7 +116,7 @@ func New(cfg Config) *Client {
 		name:    cfg.Name,
 		baseURL: apiRoot(cfg.BaseURL),
 		headers: h,
-		http:    &http.Client{Transport: tr},
+		http:    &http.Client{Transport: providers.ObserveQuota(tr, cfg.OnQuota)},
 		cfg:     cfg,
 		log:     log,
 		secrets: providers.SecretsOf(cfg.BaseURL, cfg.Headers, cfg.APIKey),
@@ -143,6 +146,9 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
+	}
+	if a != nil {
+		ctx = providers.WithQuotaModel(ctx, a.Model) // whose rate-limit headers the answer carries
 	}
 	hr, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, rd)
 	if err != nil {

@@ -56,6 +56,9 @@ type Config struct {
 	// Log hears what an operator must act on (the upstream refusing Switchyard's
 	// credentials); nil discards it.
 	Log *slog.Logger
+	// OnQuota hears the upstream's rate-limit headers saying a model has no room
+	// left (see providers.Exhausted); nil ignores them.
+	OnQuota providers.QuotaObserver
 }
 
 // Client calls one OpenAI-compatible upstream over a pooled HTTP client.
@@ -115,7 +118,7 @@ func New(cfg Config) *Client {
 		name:    cfg.Name,
 		baseURL: base,
 		headers: h,
-		http:    &http.Client{Transport: tr},
+		http:    &http.Client{Transport: providers.ObserveQuota(tr, cfg.OnQuota)},
 		cfg:     cfg,
 		log:     log,
 		secrets: secretsOf(cfg),
@@ -166,6 +169,9 @@ func (c *Client) newRequest(ctx context.Context, method, url string, body []byte
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
+	}
+	if req != nil {
+		ctx = providers.WithQuotaModel(ctx, req.Model) // whose rate-limit headers the answer carries
 	}
 	hr, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
