@@ -187,7 +187,16 @@ func TestUsageBudget(t *testing.T) {
 	other := post(t, g.base+"/chat/completions", chatBody+"}", "Authorization", "Bearer sk-master")
 	require.Equal(t, http.StatusOK, other.StatusCode, "the master key has no budget")
 
-	waitRecords(t, g, 3) // a call refused before its handler (the budget) has no record
+	recs := waitRecords(t, g, 4) // the refusal was answered, so it is recorded too
+	refused := 0
+	for _, r := range recs {
+		if rec := r.(map[string]any); rec["status"] == float64(http.StatusTooManyRequests) {
+			refused++
+			require.Equal(t, "insufficient_quota", rec["error_code"], "%v", rec)
+			require.Equal(t, "up/gpt-4o", rec["model"])
+		}
+	}
+	require.Equal(t, 1, refused)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	require.NoError(t, g.app.Shutdown(sctx))

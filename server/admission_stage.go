@@ -140,6 +140,9 @@ func admitModel(ctx context.Context, model string, est int) error {
 		return nil
 	}
 	a.done, a.est = true, est
+	if rep := reportOf(ctx); rep.model == "" {
+		rep.model = model // a refusal here is answered, so it is logged and recorded with its model
+	}
 	k := a.key
 	if k == nil {
 		return nil
