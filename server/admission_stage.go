@@ -140,7 +140,7 @@ func admitModel(ctx context.Context, model string, est int) error {
 		return nil
 	}
 	a.done, a.est = true, est
-	if rep := reportOf(ctx); rep.model == "" {
+	if rep := reportOf(ctx); rep.model == "" && model != keys.All {
 		rep.model = model // a refusal here is answered, so it is logged and recorded with its model
 	}
 	k := a.key
