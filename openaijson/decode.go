@@ -35,9 +35,13 @@ const ExtraField = "extra"
 // Unmarshal decodes the JSON object data into msg, replacing its contents. A
 // member given twice counts once, the last time (as with Python's json module and
 // encoding/json's maps). Errors are *Error.
-func Unmarshal(data []byte, msg proto.Message) error {
+func Unmarshal(data []byte, msg proto.Message) error { return unmarshal(data, msg, false) }
+
+// unmarshal is Unmarshal, keeping a chat request's conversation as bytes when
+// raw is set (UnmarshalChat).
+func unmarshal(data []byte, msg proto.Message, raw bool) error {
 	proto.Reset(msg)
-	d := &decoder{s: scanner{data: data}}
+	d := &decoder{s: scanner{data: data}, raw: raw}
 	if d.s.peek() != '{' {
 		return failure(data, nil)
 	}

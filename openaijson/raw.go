@@ -320,19 +320,7 @@ func rawMessagesField(md protoreflect.MessageDescriptor) (raw, list protoreflect
 // same limits, and decoded instead when it has any fault (so errors are
 // Unmarshal's own, with the same param), when decoding would mend its text, or
 // when it is empty or a message has no role.
-func UnmarshalChat(data []byte, msg proto.Message) error {
-	proto.Reset(msg)
-	d := &decoder{s: scanner{data: data}, raw: true}
-	if d.s.peek() != '{' {
-		return failure(data, nil)
-	}
-	err := d.message(msg.ProtoReflect())
-	if err == nil && d.s.atEnd() {
-		return nil
-	}
-	proto.Reset(msg)
-	return failure(data, err)
-}
+func UnmarshalChat(data []byte, msg proto.Message) error { return unmarshal(data, msg, true) }
 
 // rawMessages tries to keep the "messages" member (next in d.s) as bytes in
 // m's raw field; it reports whether it did, and otherwise leaves the scanner
