@@ -51,6 +51,10 @@ func endpointOf(method string) string {
 	}
 	name := method[strings.LastIndexByte(method, '/')+1:]
 	switch {
+	case method == passthroughMethod:
+		return usage.EndpointPassthrough
+	case method == methodCountTokens:
+		return usage.EndpointCountTokens
 	case strings.Contains(name, "Chat"):
 		return usage.EndpointChat
 	case strings.Contains(name, "Message"):
@@ -102,7 +106,7 @@ func (r *report) setUsageJSON(chunk []byte) {
 func (r *report) record(ctx context.Context, method string, httpStatus int, err error, latency time.Duration) {
 	endpoint := endpointOf(method)
 	u := &r.usage
-	if u.ledger == nil || endpoint == "" || r.model == "" {
+	if u.ledger == nil || endpoint == "" || (r.model == "" && endpoint != usage.EndpointPassthrough) {
 		return
 	}
 	key := r.key

@@ -19,6 +19,11 @@ const (
 	EndpointChat       = "chat"
 	EndpointMessages   = "messages"
 	EndpointEmbeddings = "embeddings"
+	// EndpointCountTokens is /v1/messages/count_tokens (nothing billed).
+	EndpointCountTokens = "count_tokens"
+	// EndpointPassthrough is /p/{provider}/...: no model, no tokens, its target
+	// the provider.
+	EndpointPassthrough = "passthrough"
 )
 
 // Record is what one request did, written once after its answer ended (stream or

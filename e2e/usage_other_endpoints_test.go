@@ -1,0 +1,43 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchyard/switchyard/internal/fakeupstream"
+)
+
+// Passthrough and count_tokens calls are answered requests too: each has its
+// record, with its endpoint and target.
+func TestUsageRecordsPassthroughAndCountTokens(t *testing.T) {
+	t.Parallel()
+	anth := fakeupstream.NewAnthropic()
+	t.Cleanup(anth.Close)
+	g := start(t, keysYAML, withYAML("  anth:\n    type: anthropic\n    base_url: "+anth.URL+"\n    api_key: sk-ant-upstream\n"))
+
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(g.base, "/v1")+"/p/up/models", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer sk-master")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	ct := post(t, strings.TrimSuffix(g.base, "/v1")+"/v1/messages/count_tokens",
+		`{"model":"anth/`+claudeModel+`","messages":[{"role":"user","content":"hi"}]}`, "x-api-key", "sk-master")
+	require.Equal(t, http.StatusOK, ct.StatusCode)
+
+	byEndpoint := map[string]map[string]any{}
+	for _, r := range waitRecords(t, g, 2) {
+		rec := r.(map[string]any)
+		byEndpoint[rec["endpoint"].(string)] = rec
+	}
+	require.Contains(t, byEndpoint, "passthrough")
+	require.Equal(t, "up", byEndpoint["passthrough"]["provider"])
+	require.EqualValues(t, 200, byEndpoint["passthrough"]["status"])
+	require.Contains(t, byEndpoint, "count_tokens")
+	require.Equal(t, "anth/"+claudeModel, byEndpoint["count_tokens"]["model"])
+}
