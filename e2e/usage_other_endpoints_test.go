@@ -41,3 +41,19 @@ func TestUsageRecordsPassthroughAndCountTokens(t *testing.T) {
 	require.Contains(t, byEndpoint, "count_tokens")
 	require.Equal(t, "anth/"+claudeModel, byEndpoint["count_tokens"]["model"])
 }
+
+// A stream the upstream began and then cut was still billed: its record carries
+// the admission estimate, marked estimated, and a cost — never nothing.
+func TestUsageRecordsACutStreamAsEstimated(t *testing.T) {
+	t.Parallel()
+	g := start(t, keysYAML, withYAML(usageYAML))
+	g.up.Script(fakeupstream.Reply{Text: "a b c d e", CutAfter: 3})
+	resp := post(t, g.base+"/chat/completions", chatBody+`,"stream":true}`, "Authorization", "Bearer sk-master")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	events := sseEvents(t, resp)
+	require.NotEqual(t, "[DONE]", events[len(events)-1], "the cut is the client's error")
+	rec := waitRecords(t, g, 1)[0].(map[string]any)
+	require.Equal(t, true, rec["tokens_estimated"], "%v", rec)
+	require.NotNil(t, rec["cost_usd"], "%v", rec)
+	require.NotEmpty(t, rec["error_code"])
+}

@@ -127,8 +127,10 @@ func (r *report) record(ctx context.Context, method string, httpStatus int, err 
 	if endpoint != usage.EndpointMessages {
 		tk = usage.FromOpenAI(tk.Prompt, tk.Completion, int64(u.total), int64(u.cached), int64(u.reasoning))
 	}
-	if !u.reported && tk.Total() == 0 && err == nil && r.target.Provider != "" {
-		// The upstream reported no usage: the admission estimate stands in, marked.
+	if !u.reported && tk.Total() == 0 && (err == nil || u.ttft > 0) && r.target.Provider != "" {
+		// The upstream reported no usage — it answered without it, or its stream
+		// was cut after it began (the upstream still bills it): the admission
+		// estimate stands in, marked.
 		if a := admissionOf(ctx); a != nil && a.est > 0 {
 			tk = usage.Tokens{Prompt: int64(a.est), Estimated: true}
 		}
