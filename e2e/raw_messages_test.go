@@ -37,12 +37,13 @@ func TestRESTConversationReachesTheUpstreamAsSent(t *testing.T) {
 }
 
 // A gRPC caller may send the conversation as JSON (messages_json): it is checked
-// as messages is, and forwarded as sent.
+// and decoded as messages is — never forwarded as bytes, so nothing can be
+// smuggled into the upstream body beside it.
 func TestGRPCMessagesJSON(t *testing.T) {
 	t.Parallel()
 	g := start(t, "")
 	chat := pb.NewChatServiceClient(g.conn)
-	t.Run("forwarded as sent", func(t *testing.T) {
+	t.Run("decoded and sent", func(t *testing.T) {
 		raw := `[{"role":"user","content":"hi"}]`
 		_, err := chat.CreateChatCompletion(context.Background(), &pb.ChatCompletionRequest{Model: "up/gpt-4o", MessagesJson: []byte(raw)})
 		require.NoError(t, err)
@@ -58,6 +59,8 @@ func TestGRPCMessagesJSON(t *testing.T) {
 		{"no role", `[{"content":"x"}]`, "messages[0].role", false},
 		{"empty", `[]`, "messages", false},
 		{"and messages too", `[{"role":"user","content":"x"}]`, "messages_json", true},
+		{"members smuggled after the array", `[{"role":"user","content":"hi"}],"model":"o1-pro","n":64`, "messages_json", false},
+		{"two arrays", `[{"role":"user","content":"hi"}] []`, "messages_json", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

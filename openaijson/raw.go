@@ -70,7 +70,9 @@ func (s *scanner) checkRawMessages(md protoreflect.MessageDescriptor) (ok bool) 
 // seen hears each known field just before its value is checked.
 func (s *scanner) checkRawObject(md protoreflect.MessageDescriptor, c *rawCheck, seen func(protoreflect.FieldDescriptor)) error {
 	fields, extraFd := fieldsOf(md)
+	var ks keySet
 	return s.object(func(key []byte) error {
+		c.noteKey(&ks, key)
 		fd := fields[string(key)]
 		if fd == nil {
 			if extraFd == nil {
@@ -172,13 +174,46 @@ func (s *scanner) countValue(c *rawCheck) error {
 	}
 	switch s.peek() {
 	case '{':
-		return s.object(func([]byte) error { return s.countValue(c) })
+		var ks keySet
+		return s.object(func(key []byte) error { c.noteKey(&ks, key); return s.countValue(c) })
 	case '[':
 		return s.array(func(int) error { return s.countValue(c) })
 	case '"':
 		return s.rawStr(c)
 	}
 	return s.walk(true) // a literal, or a number within float64's range
+}
+
+// keySet holds an object's keys so far, to tell a repeated one.
+type keySet struct {
+	keys [16][]byte
+	n    int
+}
+
+// noteKey marks c as needing decoding when key would not come through as it is:
+// a repeated key (decoding keeps the last; bytes kept as they are would keep
+// every one), a non-ASCII key (it may hold invalid UTF-8 or a lone surrogate
+// decoding would mend; rare enough to decode), or an object with more keys than
+// keySet holds (too many to compare cheaply).
+func (c *rawCheck) noteKey(ks *keySet, key []byte) {
+	for _, b := range key {
+		if b >= utf8.RuneSelf {
+			c.mend = true
+			return
+		}
+	}
+	for _, k := range ks.keys[:ks.n] {
+		if string(k) == string(key) {
+			c.mend = true
+			return
+		}
+	}
+	if ks.n == len(ks.keys) {
+		c.mend = true
+		return
+	}
+	ks.keys[ks.n] = key
+	ks.n++
 }
 
 // rawStr reads past a string (the opening quote is next) as str would read it,
@@ -344,6 +379,11 @@ func Messages(req *pb.ChatCompletionRequest) ([]*pb.ChatMessage, error) {
 	raw := req.GetMessagesJson()
 	if len(raw) == 0 {
 		return req.GetMessages(), nil
+	}
+	// One JSON array and nothing else: bytes like `[...],"model":"x"` would
+	// otherwise smuggle members into the body they are spliced into.
+	if s := (scanner{data: raw}); s.peek() != '[' || s.skip() != nil || !s.atEnd() {
+		return nil, &Error{Param: "messages_json", Msg: "must be one JSON array of messages"}
 	}
 	data := make([]byte, 0, len(raw)+16)
 	data = append(append(append(data, `{"messages":`...), raw...), '}')

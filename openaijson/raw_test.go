@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
@@ -29,6 +30,9 @@ func sameAsDecoded(t *testing.T, body []byte) (kept bool) {
 		return false
 	}
 	kept = len(raw.MessagesJson) > 0
+	if kept { // what goes upstream as it is must be what decoding gives, byte-level faults included
+		require.True(t, utf8.Valid(raw.MessagesJson), "kept bytes are valid UTF-8: %q", raw.MessagesJson)
+	}
 	full, err := openaijson.Decoded(&raw)
 	require.NoError(t, err)
 	if !proto.Equal(full, &dec) {
@@ -61,6 +65,11 @@ func TestUnmarshalChatKeepsTheConversationAsBytes(t *testing.T) {
 		{"an empty role", `{"messages":[{"role":"","content":"x"}]}`, false},
 		{"a lone surrogate is mended, so decoded", `{"messages":[{"role":"user","content":"\ud83d!"}]}`, false},
 		{"invalid UTF-8 is mended, so decoded", "{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}", false},
+		{"invalid UTF-8 in a key is mended, so decoded", "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\",\"k\xff\":1}]}]}", false},
+		{"a lone surrogate in a key", `{"messages":[{"role":"user","content":"x","x\ud800":2}]}`, false},
+		{"a repeated member of a message", `{"messages":[{"role":"user","content":"a","content":"b"}]}`, false},
+		{"a repeated member of a content part", `{"messages":[{"role":"user","content":[{"type":"text","text":"a","text":"b"}]}]}`, false},
+		{"an escaped key that decodes to plain ASCII", `{"messages":[{"ro\u006ce":"user","content":"x"}]}`, true},
 		{"invalid UTF-8 in an unknown member", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"y\":[\"\xc3\"]}]}", false},
 		{"wrong type: decoded for its error", `{"messages":[{"role":5,"content":"x"}]}`, false},
 		{"null message", `{"messages":[null]}`, false},

@@ -52,6 +52,9 @@ func validate(ctx context.Context, req *pb.ChatCompletionRequest) error {
 			}
 			return err
 		}
+		// A caller's bytes are decoded, not forwarded: only the REST surface's own
+		// check vouches for bytes sent upstream as they are.
+		req.Messages, req.MessagesJson = msgs, nil
 	}
 	if len(msgs) == 0 {
 		return invalidRequest("messages", "'messages' must contain at least one message")
