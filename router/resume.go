@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -14,6 +15,7 @@ import (
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/openaijson"
 	"github.com/switchyard/switchyard/providers"
+	"github.com/switchyard/switchyard/resilience"
 )
 
 // Outcomes of a resume attempt (the outcome label of switchyard_stream_resumes_total).
@@ -167,17 +169,25 @@ func (s *resumeStream) resume(cause error) bool {
 		route := s.next[0]
 		s.next = s.next[1:]
 		t := s.r.targets[route.Provider]
-		req := &providers.Request{Body: cont, Attempt: providers.Attempt{Model: route.Model, RequestID: s.call.RequestID, IncludeUsage: s.call.IncludeUsage}}
+		req := &providers.Request{Body: cont, Attempt: providers.Attempt{Model: route.Model, RequestID: s.call.RequestID,
+			IncludeUsage: s.call.IncludeUsage, Betas: s.call.Betas}}
 		var st providers.Stream
-		finish, err := t.Guard.Stream(s.ctx, req.Model, func(ctx context.Context, n int) error {
-			began := time.Now()
-			ctx, span := s.r.startAttempt(ctx, route, n, s.call.Op, true)
-			var err error
-			st, err = t.Provider.Stream(ctx, req)
-			endAttempt(span, nil, err)
-			s.r.attemptDone(route, n, err, s.call, began)
-			return err
-		})
+		done, err := admit(s.ctx, t, req.Attempt, s.call) // the target's own limits hold for a continuation too
+		var finish resilience.Finish
+		if err == nil {
+			finish, err = t.Guard.Stream(s.ctx, req.Model, func(ctx context.Context, n int) error {
+				began := time.Now()
+				ctx, span := s.r.startAttempt(ctx, route, n, s.call.Op, true)
+				var err error
+				st, err = t.Provider.Stream(ctx, req)
+				endAttempt(span, nil, err)
+				s.r.attemptDone(route, n, err, s.call, began)
+				return err
+			})
+			if err != nil {
+				done(0)
+			}
+		}
 		s.r.record(route, err)
 		outcome := ResumeSpliced
 		if _, skipped := (&Failover{}).eligible(err); skipped {
@@ -194,7 +204,9 @@ func (s *resumeStream) resume(cause error) bool {
 			continue
 		}
 		_ = s.cur.Close()
-		s.cur, s.route, s.splice = finished(st, s.r.ended(route, finish)), route, from
+		end := s.r.ended(route, finish)
+		var once sync.Once
+		s.cur, s.route, s.splice = finished(st, func(err error) { end(err); once.Do(func() { done(0) }) }), route, from
 		s.prior, s.usage = s.usage, nil
 		s.left--
 		if s.call.Trace != nil {
