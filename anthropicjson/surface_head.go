@@ -90,6 +90,8 @@ func ReadHead(body []byte) (Head, error) {
 		return h, badField("max_tokens", "Input should be a valid integer of at most "+strconv.Itoa(1<<31-1))
 	} else if n < 1 {
 		return h, badField("max_tokens", "Input should be greater than or equal to 1")
+	} else {
+		h.MaxTokens = int(n)
 	}
 	if err := readMessages(messages); err != nil {
 		return h, err

@@ -15,9 +15,9 @@ func TestReadHead(t *testing.T) {
 		param      string // "" with wantErr: the body as a whole
 		wantErr    string
 	}{
-		{name: "ok", body: `{"model":"claude","max_tokens":10,"messages":[]}`, want: Head{Model: "claude"}},
-		{name: "stream", body: ` {"stream":true,"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}]} `, want: Head{Model: "m", Stream: true}},
-		{name: "last duplicate wins", body: `{"model":"a","model":"b","max_tokens":1,"messages":[]}`, want: Head{Model: "b"}},
+		{name: "ok", body: `{"model":"claude","max_tokens":10,"messages":[]}`, want: Head{Model: "claude", MaxTokens: 10}},
+		{name: "stream", body: ` {"stream":true,"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}]} `, want: Head{Model: "m", Stream: true, MaxTokens: 1}},
+		{name: "last duplicate wins", body: `{"model":"a","model":"b","max_tokens":1,"messages":[]}`, want: Head{Model: "b", MaxTokens: 1}},
 		{name: "missing max_tokens", body: `{"model":"m","messages":[]}`, param: "max_tokens", wantErr: "Field required"},
 		{name: "max_tokens zero", body: `{"model":"m","max_tokens":0,"messages":[]}`, param: "max_tokens", wantErr: "greater than or equal to 1"},
 		{name: "max_tokens not an integer", body: `{"model":"m","max_tokens":"5","messages":[]}`, param: "max_tokens", wantErr: "valid integer"},

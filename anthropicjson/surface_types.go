@@ -14,6 +14,8 @@ type Head struct {
 	Model string
 	// Stream is the request's "stream".
 	Stream bool
+	// MaxTokens is the request's "max_tokens" (0 for count_tokens, which has none).
+	MaxTokens int
 }
 
 // SurfaceError is a request the surface cannot serve: malformed (Unsupported
