@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,10 +22,20 @@ import (
 type Spend struct {
 	c     *Client
 	local *usage.Memory
+
+	mu      sync.Mutex
+	pending map[pendingKey]float64 // spend Redis has not taken yet, by total
+}
+
+type pendingKey struct {
+	key, period string
+	start       time.Time
 }
 
 // NewSpend shares budgets' totals through c.
-func NewSpend(c *Client) *Spend { return &Spend{c: c, local: usage.NewMemory()} }
+func NewSpend(c *Client) *Spend {
+	return &Spend{c: c, local: usage.NewMemory(), pending: map[pendingKey]float64{}}
+}
 
 var _ usage.Totals = (*Spend)(nil)
 
@@ -40,17 +51,37 @@ func ttl(period string) time.Duration {
 	return 2 * 24 * time.Hour
 }
 
-// Add implements usage.Totals: one round trip (INCRBYFLOAT and EXPIRE).
+// Add implements usage.Totals: one round trip (INCRBYFLOAT and EXPIRE). Spend
+// Redis cannot take now is kept and added with the next one it takes, so an
+// outage delays this replica's spend in the shared total but never loses it.
 func (s *Spend) Add(key, period string, start time.Time, usd float64) {
 	s.local.Add(key, period, start, usd)
-	if usd == 0 || s.c.health.skip() {
+	if usd == 0 {
 		return
 	}
-	k := s.key(key, period, start)
-	_ = s.c.call(context.Background(), "spend", func(ctx context.Context) error {
+	s.mu.Lock()
+	s.pending[pendingKey{key, period, start}] += usd
+	batch := s.pending
+	s.pending = map[pendingKey]float64{}
+	s.mu.Unlock()
+	if s.c.health.skip() || s.push(batch) != nil {
+		s.mu.Lock()
+		for k, v := range batch { // back in line for the next try
+			s.pending[k] += v
+		}
+		s.mu.Unlock()
+	}
+}
+
+// push adds batch to the shared totals in one transaction.
+func (s *Spend) push(batch map[pendingKey]float64) error {
+	return s.c.call(context.Background(), "spend", func(ctx context.Context) error {
 		_, err := s.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.IncrByFloat(ctx, k, usd)
-			p.Expire(ctx, k, ttl(period))
+			for k, usd := range batch {
+				rk := s.key(k.key, k.period, k.start)
+				p.IncrByFloat(ctx, rk, usd)
+				p.Expire(ctx, rk, ttl(k.period))
+			}
 			return nil
 		})
 		return err
@@ -75,7 +106,10 @@ func (s *Spend) Get(key, period string, start time.Time) float64 {
 	if err != nil {
 		return s.local.Get(key, period, start)
 	}
-	return v
+	s.mu.Lock()
+	v += s.pending[pendingKey{key, period, start}] // this replica's spend not taken yet
+	s.mu.Unlock()
+	return max(v, s.local.Get(key, period, start)) // never less than what this replica saw itself
 }
 
 // Seed implements usage.Seeder: a total the store holds is written only where
