@@ -289,12 +289,16 @@ func TestMessagesBadInputIsAnthropicShaped(t *testing.T) {
 func findLine(t *testing.T, g *gateway, method string) map[string]any {
 	t.Helper()
 	var found map[string]any
-	for _, l := range strings.Split(g.logs.String(), "\n") {
-		var m map[string]any
-		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "request" && m["method"] == method {
-			found = m
+	// The line is written as the call ends, which may be just after the client
+	// has read the last event.
+	require.Eventually(t, func() bool {
+		for _, l := range strings.Split(g.logs.String(), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "request" && m["method"] == method {
+				found = m
+			}
 		}
-	}
-	require.NotNil(t, found, "no request line for %s", method)
+		return found != nil
+	}, 5*time.Second, 10*time.Millisecond, "no request line for %s", method)
 	return found
 }
