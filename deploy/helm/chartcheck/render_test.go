@@ -11,8 +11,8 @@ package chartcheck
 import (
 	"bufio"
 	"bytes"
-	"io"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
