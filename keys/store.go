@@ -1,11 +1,8 @@
 package keys
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -67,18 +64,9 @@ func (f *File) List(context.Context) ([]Key, error) {
 }
 
 func (f *File) load() ([]Key, error) {
-	raw, err := os.ReadFile(f.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	var doc fileDoc
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil && len(bytes.TrimSpace(raw)) > 0 {
-		return nil, fmt.Errorf("%s: %w", f.path, err)
+	if err := store.ReadFile(f.path, &doc); err != nil {
+		return nil, err
 	}
 	return doc.Keys, nil
 }

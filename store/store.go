@@ -52,20 +52,29 @@ func (s *VirtualModels) Path() string { return s.path }
 func (s *VirtualModels) Load() ([]config.VirtualModel, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	raw, err := os.ReadFile(s.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	var doc document
+	if err := ReadFile(s.path, &doc); err != nil {
 		return nil, err
 	}
-	var doc document
+	return doc.VirtualModels, nil
+}
+
+// ReadFile decodes path's YAML into doc, refusing unknown keys; a missing or
+// empty file leaves doc as it is. Other stores in the data directory use it too.
+func ReadFile(path string, doc any) error {
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil && len(bytes.TrimSpace(raw)) > 0 {
-		return nil, fmt.Errorf("%s: %w", s.path, err)
+	if err := dec.Decode(doc); err != nil && len(bytes.TrimSpace(raw)) > 0 {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	return doc.VirtualModels, nil
+	return nil
 }
 
 // Save replaces the stored set atomically and durably.
