@@ -211,7 +211,8 @@ func (a *Anthropic) serveMessages(w http.ResponseWriter, r *http.Request, body [
 }
 
 // writeFrames writes whole SSE frames, each followed by its blank line, with the
-// Reply's stream faults (as writeStream does for "data:" payloads).
+// Reply's stream faults (Burst, CutAfter, StallAfter, TokenDelay); both wires'
+// streams are written by it.
 func writeFrames(w http.ResponseWriter, r *http.Request, frames []string, rep Reply) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")

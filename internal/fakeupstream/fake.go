@@ -304,47 +304,14 @@ func errorType(status int) string {
 	return "invalid_request_error"
 }
 
+// writeStream writes OpenAI's "data:" events with the Reply's stream faults
+// (see writeFrames).
 func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, events []string, rep Reply) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	if rep.Burst {
-		var b strings.Builder
-		for _, ev := range events {
-			b.WriteString("data: " + ev + "\n\n")
-		}
-		_, _ = io.WriteString(w, b.String())
-		return
-	}
-	if flusher != nil {
-		flusher.Flush()
-	}
+	frames := make([]string, len(events))
 	for i, ev := range events {
-		if rep.CutAfter > 0 && i == rep.CutAfter {
-			reset(w)
-			return
-		}
-		if rep.StallAfter > 0 && i == rep.StallAfter {
-			select {
-			case <-time.After(rep.Stall):
-			case <-r.Context().Done():
-				return
-			}
-		}
-		if i > 0 && rep.TokenDelay > 0 {
-			select {
-			case <-time.After(rep.TokenDelay):
-			case <-r.Context().Done():
-				return
-			}
-		}
-		if _, err := io.WriteString(w, "data: "+ev+"\n\n"); err != nil {
-			return
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
+		frames[i] = "data: " + ev
 	}
+	writeFrames(w, r, frames, rep)
 }
 
 const fingerprint = "fp_29330a9688"
