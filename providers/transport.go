@@ -85,3 +85,27 @@ func RefusedCredentials(e *Error) {
 	e.Type, e.Code, e.Param = "server_error", "upstream_authentication_failed", ""
 	e.Kind = KindUpstreamAuth
 }
+
+// HTTPClient is the pooled client every provider calls its upstream with:
+// connectTimeout bounds dialling and the TLS handshake, headerTimeout the wait
+// for response headers (zero: none), and observe hears the answers' rate-limit
+// headers (nil: none). HTTP/1.1 even where an HTTPS upstream offers HTTP/2:
+// measured with the load harness (-upstream h1 / h2), over HTTP/2 Switchyard
+// spent 15-24 % more CPU per request (HPACK, a goroutine per request write) and
+// served fewer requests per second, non-stream and stream alike.
+func HTTPClient(connectTimeout, headerTimeout time.Duration, observe QuotaObserver) *http.Client {
+	dialer := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	tr := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   connectTimeout,
+		ResponseHeaderTimeout: headerTimeout,
+		Protocols:             p,
+	}
+	return &http.Client{Transport: ObserveQuota(tr, observe)}
+}

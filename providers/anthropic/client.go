@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -86,19 +85,6 @@ func New(cfg Config) *Client {
 	if cfg.DefaultMaxTokens <= 0 {
 		cfg.DefaultMaxTokens = DefaultMaxTokens
 	}
-	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
-	p := new(http.Protocols)
-	p.SetHTTP1(true) // as providers/openai: HTTP/2 cost more CPU per request
-	tr := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   cfg.ConnectTimeout,
-		ResponseHeaderTimeout: cfg.ResponseHeaderTimeout,
-		Protocols:             p,
-	}
 	h := http.Header{}
 	for k, v := range cfg.Headers {
 		h.Set(k, v)
@@ -116,7 +102,7 @@ func New(cfg Config) *Client {
 		name:    cfg.Name,
 		baseURL: apiRoot(cfg.BaseURL),
 		headers: h,
-		http:    &http.Client{Transport: providers.ObserveQuota(tr, cfg.OnQuota)},
+		http:    providers.HTTPClient(cfg.ConnectTimeout, cfg.ResponseHeaderTimeout, cfg.OnQuota),
 		cfg:     cfg,
 		log:     log,
 		secrets: providers.SecretsOf(cfg.BaseURL, cfg.Headers, cfg.APIKey),
