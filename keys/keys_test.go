@@ -239,3 +239,59 @@ func TestBrokenStoreFileIsAnError(t *testing.T) {
 	_, err = NewRegistry(context.Background(), f, nil, nil)
 	require.ErrorContains(t, err, FileName)
 }
+
+// heldList is a Memory store whose next List, once armed, reads and then waits
+// for release before answering: a reload whose read is older than a change.
+type heldList struct {
+	*Memory
+	armed   chan struct{} // closed by the held List once it has read
+	release chan struct{}
+	once    sync.Once
+}
+
+func (h *heldList) List(ctx context.Context) ([]Key, error) {
+	ks, err := h.Memory.List(ctx)
+	held := false
+	h.once.Do(func() { held = true })
+	if held {
+		close(h.armed)
+		<-h.release
+	}
+	return ks, err
+}
+
+// TestAnOlderReloadNeverHidesANewKey: a reload that read the store before a key
+// was made (a change notice, a resync) does not store its older read after the
+// key's own reload: the key authenticates as soon as Create returns.
+func TestAnOlderReloadNeverHidesANewKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r, err := NewRegistry(ctx, NewMemoryStore(), nil, nil)
+	require.NoError(t, err)
+	st := &heldList{Memory: NewMemoryStore(), armed: make(chan struct{}), release: make(chan struct{})}
+	r.store = st
+	stale := make(chan error, 1)
+	go func() { stale <- r.Reload(ctx) }()
+	<-st.armed
+	type made struct {
+		secret string
+		err    error
+	}
+	created := make(chan made, 1)
+	go func() {
+		_, secret, err := r.Create(ctx, Spec{Name: "svc", Models: []string{"*"}})
+		created <- made{secret, err}
+	}()
+	var got made
+	select {
+	case got = <-created: // without serialised reloads Create is done first
+		close(st.release)
+	case <-time.After(100 * time.Millisecond): // it waits for the older reload
+		close(st.release)
+		got = <-created
+	}
+	require.NoError(t, <-stale)
+	require.NoError(t, got.err)
+	_, err = r.Authenticate(got.secret)
+	require.NoError(t, err, "the older read was not stored last")
+}

@@ -27,7 +27,9 @@ type Registry struct {
 	index atomic.Pointer[index]
 	stop  func()
 	onErr func(error) // hears failed reloads after a change notice
-
+	// reloadMu makes a reload's read and its store one step: two reloads at
+	// once (a change notice and a change's own) must not store the older read last.
+	reloadMu sync.Mutex
 }
 
 type index struct {
@@ -62,6 +64,8 @@ func (r *Registry) Close() {
 
 // Reload re-reads every key from the store.
 func (r *Registry) Reload(ctx context.Context) error {
+	r.reloadMu.Lock()
+	defer r.reloadMu.Unlock()
 	ks, err := r.store.List(ctx)
 	if err != nil {
 		return err

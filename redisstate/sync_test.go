@@ -2,6 +2,7 @@ package redisstate
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -243,4 +244,40 @@ func TestStartWithRedisDown(t *testing.T) {
 	require.Eventually(t, func() bool { ok, _ := c.Ready(); return ok }, 5*time.Second, 20*time.Millisecond)
 	require.Eventually(t, func() bool { _, err := reg.Authenticate(secret); return err == nil }, 5*time.Second, 20*time.Millisecond,
 		"the keys are loaded once Redis answers")
+}
+
+// TestApplyNeverUndoesALocalChange: a reload running while this replica makes
+// changes (a change notice, a resync) never removes a change that was made: what
+// it read before the change was stored is not applied after it went live.
+func TestApplyNeverUndoesALocalChange(t *testing.T) {
+	t.Parallel()
+	s := redistest.New(t)
+	r1 := newReplica(t, s, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			_ = r1.vms.Apply(ctx)
+		}
+	}()
+	k := make(chan struct{})
+	go func() {
+		defer close(k)
+		for ctx.Err() == nil {
+			_ = r1.keys.Reload(ctx)
+		}
+	}()
+	for i := range 40 {
+		source := fmt.Sprintf("m%d", i)
+		require.NoError(t, r1.upsert(t, source, "a/sim-1"))
+		require.NotNil(t, targetsOf(r1, source), "a change made is in force at once")
+		_, secret, err := r1.keys.Create(ctx, keys.Spec{Name: source, Models: []string{"*"}})
+		require.NoError(t, err)
+		_, err = r1.keys.Authenticate(secret)
+		require.NoError(t, err, "a key made authenticates at once")
+	}
+	cancel()
+	<-done
+	<-k
 }

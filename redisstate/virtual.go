@@ -76,16 +76,25 @@ func (v *VirtualModels) Persist(next []config.VirtualModel) error {
 // defines, or that does not validate against this replica's providers, is skipped
 // with a warning.
 func (v *VirtualModels) Apply(ctx context.Context) error {
-	var stored map[string]string
-	if err := v.c.call(ctx, "load", func(ctx context.Context) error {
-		var err error
-		stored, err = v.c.rdb.HGetAll(ctx, v.hash()).Result()
-		return err
-	}); err != nil {
-		return err
-	}
+	// The read of the stored set is inside Reconcile: a read made before a local
+	// change was stored must not be applied after that change went live.
+	return v.rt.Reconcile(func(c router.VirtualModelChanges) error {
+		var stored map[string]string
+		if err := v.c.call(ctx, "load", func(ctx context.Context) error {
+			var err error
+			stored, err = v.c.rdb.HGetAll(ctx, v.hash()).Result()
+			return err
+		}); err != nil {
+			return err
+		}
+		v.apply(c, stored)
+		return nil
+	})
+}
+
+func (v *VirtualModels) apply(c router.VirtualModelChanges, stored map[string]string) {
 	local := map[string]router.VirtualModel{}
-	for _, vm := range v.rt.VirtualModels() {
+	for _, vm := range c.List() {
 		local[vm.Source] = vm
 	}
 	sources := make([]string, 0, len(stored))
@@ -109,7 +118,7 @@ func (v *VirtualModels) Apply(ctx context.Context) error {
 			v.log.Warn("shared state: skipping a stored virtual model that does not parse", "source", source, "error", err.Error())
 			continue
 		}
-		if err := v.rt.UpsertVirtualModel(router.FromConfig(v.failover, spec, false), nil); err != nil {
+		if err := c.Upsert(router.FromConfig(v.failover, spec, false)); err != nil {
 			v.log.Warn("shared state: skipping a stored virtual model", "source", source, "error", err.Error())
 		}
 	}
@@ -117,11 +126,10 @@ func (v *VirtualModels) Apply(ctx context.Context) error {
 		if vm.ConfigManaged {
 			continue
 		}
-		if err := v.rt.DeleteVirtualModel(source, nil); err != nil && !errors.Is(err, router.ErrVirtualModelNotFound) {
+		if err := c.Delete(source); err != nil && !errors.Is(err, router.ErrVirtualModelNotFound) {
 			v.log.Warn("shared state: could not remove a virtual model deleted elsewhere", "source", source, "error", err.Error())
 		}
 	}
-	return nil
 }
 
 func encodeSpec(spec config.VirtualModel) string {

@@ -62,6 +62,10 @@ func (r *Router) change(next []VirtualModel, persist func([]VirtualModel) error)
 func (r *Router) UpsertVirtualModel(vm VirtualModel, persist func([]VirtualModel) error) error {
 	r.adminMu.Lock()
 	defer r.adminMu.Unlock()
+	return r.upsert(vm, persist)
+}
+
+func (r *Router) upsert(vm VirtualModel, persist func([]VirtualModel) error) error {
 	vm.ConfigManaged = false
 	next := slices.Clone(r.virtual.Load().list)
 	i := slices.IndexFunc(next, func(v VirtualModel) bool { return v.Source == vm.Source })
@@ -80,6 +84,10 @@ func (r *Router) UpsertVirtualModel(vm VirtualModel, persist func([]VirtualModel
 func (r *Router) DeleteVirtualModel(source string, persist func([]VirtualModel) error) error {
 	r.adminMu.Lock()
 	defer r.adminMu.Unlock()
+	return r.delete(source, persist)
+}
+
+func (r *Router) delete(source string, persist func([]VirtualModel) error) error {
 	next := slices.Clone(r.virtual.Load().list)
 	i := slices.IndexFunc(next, func(v VirtualModel) bool { return v.Source == source })
 	if i < 0 {
@@ -90,6 +98,28 @@ func (r *Router) DeleteVirtualModel(source string, persist func([]VirtualModel) 
 	}
 	return r.change(slices.Delete(next, i, i+1), persist)
 }
+
+// Reconcile runs sync with no other virtual-model change in between: what sync
+// reads (the current set, and a shared store's) and the changes it makes are one
+// step, so applying another replica's state cannot undo a change made here
+// meanwhile. sync's changes are not persisted (they come from the store).
+func (r *Router) Reconcile(sync func(VirtualModelChanges) error) error {
+	r.adminMu.Lock()
+	defer r.adminMu.Unlock()
+	return sync(VirtualModelChanges{r: r})
+}
+
+// VirtualModelChanges are the changes Reconcile's sync may make.
+type VirtualModelChanges struct{ r *Router }
+
+// List is the current set.
+func (c VirtualModelChanges) List() []VirtualModel { return c.r.VirtualModels() }
+
+// Upsert creates or replaces an API-managed virtual model.
+func (c VirtualModelChanges) Upsert(vm VirtualModel) error { return c.r.upsert(vm, nil) }
+
+// Delete removes an API-managed virtual model.
+func (c VirtualModelChanges) Delete(source string) error { return c.r.delete(source, nil) }
 
 // Breaker returns the breaker of provider (and model, for model scope). With create,
 // a model breaker that does not exist yet is made (to trip it ahead of traffic).
