@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -21,9 +22,35 @@ import (
 	"github.com/switchyard/switchyard/usage"
 )
 
-// startBinary builds cmd/switchyard and runs it with the config text, returning
-// the process and its REST address (from its "serving" line).
-func startBinary(t *testing.T, configText string) (*exec.Cmd, string, *strings.Builder) {
+// binary is a started gateway binary: its REST address and its log (stdout).
+type binary struct {
+	cmd  *exec.Cmd
+	addr string
+	mu   sync.Mutex
+	logs strings.Builder
+	eof  chan struct{} // closed once stdout is read to its end (the process exited)
+}
+
+func (b *binary) log() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.logs.String()
+}
+
+// wait waits for the process to exit, its log read to the end first: Wait
+// closes the pipe, and a line not read by then would be lost.
+func (b *binary) wait(timeout time.Duration) error {
+	select {
+	case <-b.eof:
+	case <-time.After(timeout):
+		return fmt.Errorf("the gateway did not exit within %s", timeout)
+	}
+	return b.cmd.Wait()
+}
+
+// startBinary builds cmd/switchyard and runs it with configText, returning once
+// it says it is serving.
+func startBinary(t *testing.T, configText string) *binary {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "switchyard")
@@ -31,22 +58,22 @@ func startBinary(t *testing.T, configText string) (*exec.Cmd, string, *strings.B
 	require.NoError(t, err, string(out))
 	cfgPath := filepath.Join(dir, "switchyard.yaml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(configText), 0o600))
-	cmd := exec.Command(bin, "--config", cfgPath)
-	cmd.Env = cleanEnv()
-	stdout, err := cmd.StdoutPipe()
+	b := &binary{cmd: exec.Command(bin, "--config", cfgPath), eof: make(chan struct{})}
+	b.cmd.Env = cleanEnv()
+	stdout, err := b.cmd.StdoutPipe()
 	require.NoError(t, err)
-	cmd.Stderr = os.Stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	logs := &strings.Builder{}
-	var mu sync.Mutex
+	b.cmd.Stderr = os.Stderr
+	require.NoError(t, b.cmd.Start())
+	t.Cleanup(func() { _ = b.cmd.Process.Kill(); <-b.eof; _ = b.cmd.Wait() })
 	serving := make(chan string, 1)
 	go func() {
+		defer close(b.eof)
 		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
 		for sc.Scan() {
-			mu.Lock()
-			logs.WriteString(sc.Text() + "\n")
-			mu.Unlock()
+			b.mu.Lock()
+			b.logs.WriteString(sc.Text() + "\n")
+			b.mu.Unlock()
 			var rec map[string]any
 			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec["msg"] == "Switchyard is serving" {
 				h, _ := rec["http"].(string)
@@ -56,12 +83,12 @@ func startBinary(t *testing.T, configText string) (*exec.Cmd, string, *strings.B
 		_, _ = io.Copy(io.Discard, stdout)
 	}()
 	select {
-	case addr := <-serving:
-		return cmd, addr, logs
+	case b.addr = <-serving:
+		return b
 	case <-time.After(60 * time.Second):
 		t.Fatal("the gateway did not say it was serving")
 	}
-	return nil, "", nil
+	return nil
 }
 
 // TestUsageDurableUnderSIGTERM: a gateway under load (32 clients, unary and
@@ -73,10 +100,10 @@ func TestUsageDurableUnderSIGTERM(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	data := t.TempDir()
-	cmd, addr, logs := startBinary(t, "server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  data_dir: "+data+"\n"+
+	gw := startBinary(t, "server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  data_dir: "+data+"\n"+
 		"  drain_timeout: 10s\nproviders:\n  sim:\n    type: simulator\n    simulator: {time_to_first_token: 5ms, token_delay: 1ms, tokens: 8}\n"+
 		"usage:\n  flush_interval: 1h\n  batch_size: 100000\npricing:\n  sim/sim-1: {input: 1, output: 2}\n")
-	base := "http://" + addr + "/v1/chat/completions"
+	base := "http://" + gw.addr + "/v1/chat/completions"
 	var answered atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -113,15 +140,8 @@ func TestUsageDurableUnderSIGTERM(t *testing.T) {
 	}
 	time.Sleep(1500 * time.Millisecond)
 	require.Positive(t, answered.Load(), "the load is running")
-	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case err := <-exited:
-		require.NoError(t, err, logs.String())
-	case <-time.After(30 * time.Second):
-		t.Fatal("the gateway did not exit after SIGTERM")
-	}
+	require.NoError(t, gw.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, gw.wait(30*time.Second), gw.log())
 	close(stop)
 	wg.Wait()
 
@@ -137,5 +157,5 @@ func TestUsageDurableUnderSIGTERM(t *testing.T) {
 	t.Logf("durability: %d requests answered under load, %d rows with status 200 after SIGTERM (all rows by status: %v)",
 		answered.Load(), rows["200"], rows)
 	require.Equal(t, answered.Load(), rows["200"], "rows = answered requests")
-	require.Contains(t, logs.String(), "usage ledger drained")
+	require.Contains(t, gw.log(), "usage ledger drained")
 }
