@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -18,6 +19,9 @@ type sqlStore struct {
 	db     *sql.DB
 	d      dialect
 	insert string
+	// stmts holds the prepared INSERT of n rows by n: parsing a statement of
+	// 50×26 placeholders costs more than storing its rows.
+	stmts  sync.Map
 	closed atomic.Bool
 	// onClose releases what is under db (Postgres's pool).
 	onClose func()
@@ -48,6 +52,22 @@ func newSQLStore(db *sql.DB, d dialect) *sqlStore {
 	return s
 }
 
+// insertStmt is the prepared INSERT of n rows, prepared on first use.
+func (s *sqlStore) insertStmt(ctx context.Context, n int) (*sql.Stmt, error) {
+	if st, ok := s.stmts.Load(n); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := s.db.PrepareContext(ctx, s.insertFor(n))
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := s.stmts.LoadOrStore(n, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
+}
+
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -71,7 +91,11 @@ func (s *sqlStore) Write(ctx context.Context, batch []Record) error {
 		for i := range batch[:n] {
 			args = appendRow(args, &batch[i])
 		}
-		if _, err := tx.ExecContext(ctx, s.insertFor(n), args...); err != nil {
+		st, err := s.insertStmt(ctx, n)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...); err != nil {
 			return err
 		}
 		batch = batch[n:]
@@ -291,6 +315,7 @@ func (s *sqlStore) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.stmts.Range(func(_, st any) bool { st.(*sql.Stmt).Close(); return true })
 	err := s.db.Close()
 	if s.onClose != nil {
 		s.onClose()
