@@ -51,6 +51,12 @@ func resumeGateway(t *testing.T, resumeYAML string, targets ...string) resumeSet
 // resumeGatewayWith is resumeGateway with server settings.
 func resumeGatewayWith(t *testing.T, serverYAML, resumeYAML string, targets ...string) resumeSetup {
 	t.Helper()
+	return resumeGatewayYAML(t, serverYAML, "", resumeYAML, targets...)
+}
+
+// resumeGatewayYAML is resumeGatewayWith with top-level configuration (pricing).
+func resumeGatewayYAML(t *testing.T, serverYAML, topYAML, resumeYAML string, targets ...string) resumeSetup {
+	t.Helper()
 	backup := fakeupstream.New("gpt-4o-mini")
 	t.Cleanup(backup.Close)
 	backup.SetDefault(fakeupstream.Reply{Text: resumeRest, ID: "chatcmpl-backup"})
@@ -64,6 +70,7 @@ func resumeGatewayWith(t *testing.T, serverYAML, resumeYAML string, targets ...s
 	for _, tg := range targets {
 		b.WriteString("      - model: " + tg + "\n")
 	}
+	b.WriteString(topYAML)
 	g := start(t, serverYAML, withYAML(b.String()))
 	return resumeSetup{g: g, picky: picky, backup: backup}
 }

@@ -42,9 +42,29 @@ type Trace struct {
 	Hedged bool
 	// Resumes lists the targets a broken stream was continued on (stream_resume).
 	Resumes []string
+	// Cut lists, in order, the usage of each part of a stream that broke and was
+	// continued elsewhere: its upstream billed it although another target finished
+	// the answer. The last part's usage is the stream's own (summed with what the
+	// cut parts reported, as the client sees it).
+	Cut []CutUsage
 	// Log, when the caller sets it, collects every attempt (the usage ledger's list).
 	Log *AttemptLog
 }
+
+// CutUsage is what one cut part of a resumed stream used.
+type CutUsage struct {
+	Route Route
+	// PromptTokens and CompletionTokens are what its upstream reported, or, when
+	// it was cut before its usage (Estimated), the request it was sent and the
+	// text it streamed at about four bytes a token (limits.BytesPerToken).
+	PromptTokens, CompletionTokens int64
+	Estimated                      bool
+}
+
+// bytesPerToken is limits.BytesPerToken (limits imports router).
+const bytesPerToken = 4
+
+func tokensOf(bytes int) int64 { return int64((max(bytes, 0) + bytesPerToken - 1) / bytesPerToken) }
 
 // AttemptLog is the list of a request's upstream attempts, in the order they ended.
 type AttemptLog struct {

@@ -92,11 +92,16 @@ type resumeStream struct {
 	// splice is the route the stream was continued from, until the first chunk
 	// of the continuation carries it.
 	splice string
+	// The current part: the request it was sent, where its text starts, and the
+	// usage it reported itself (before the cut parts' are added).
+	partBody  *pb.ChatCompletionRequest
+	partText  int
+	partUsage *pb.Usage
 }
 
 func (r *Router) resumable(ctx context.Context, body *pb.ChatCompletionRequest, call Call, s providers.Stream,
 	route Route, next []Route, max int) providers.Stream {
-	return &resumeStream{r: r, ctx: ctx, body: body, call: call, cur: s, route: route, next: next, left: max}
+	return &resumeStream{r: r, ctx: ctx, body: body, call: call, cur: s, route: route, next: next, left: max, partBody: body}
 }
 
 func (s *resumeStream) Recv() (*pb.ChatCompletionChunk, error) {
@@ -133,6 +138,7 @@ func (s *resumeStream) see(c *pb.ChatCompletionChunk) {
 		}
 	}
 	if u := c.GetUsage(); u != nil {
+		s.partUsage = &pb.Usage{PromptTokens: u.GetPromptTokens(), CompletionTokens: u.GetCompletionTokens()}
 		if s.prior != nil {
 			u.PromptTokens += s.prior.GetPromptTokens()
 			u.CompletionTokens += s.prior.GetCompletionTokens()
@@ -204,6 +210,10 @@ func (s *resumeStream) resume(cause error) bool {
 			continue
 		}
 		_ = s.cur.Close()
+		if s.call.Trace != nil {
+			s.call.Trace.Cut = append(s.call.Trace.Cut, s.cutUsage())
+		}
+		s.partBody, s.partText, s.partUsage = cont, s.text.Len(), nil
 		end := s.r.ended(route, finish)
 		var once sync.Once
 		s.cur, s.route, s.splice = finished(st, func(err error) { end(err); once.Do(func() { done(0) }) }), route, from
@@ -217,6 +227,16 @@ func (s *resumeStream) resume(cause error) bool {
 		return true
 	}
 	return false
+}
+
+// cutUsage is what the current part, cut, was billed: its own usage if it
+// reported one, else an estimate from what it was sent and what it streamed.
+func (s *resumeStream) cutUsage() CutUsage {
+	if u := s.partUsage; u != nil {
+		return CutUsage{Route: s.route, PromptTokens: int64(u.GetPromptTokens()), CompletionTokens: int64(u.GetCompletionTokens())}
+	}
+	return CutUsage{Route: s.route, Estimated: true, PromptTokens: tokensOf(proto.Size(s.partBody)),
+		CompletionTokens: tokensOf(s.text.Len() - s.partText)}
 }
 
 // Pending reports whether the next chunk is at hand.

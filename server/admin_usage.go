@@ -138,8 +138,12 @@ func recordOf(r *usage.Record) *adminpb.UsageRecord {
 		CacheWriteTokens: r.Tokens.CacheWrite, ReasoningTokens: r.Tokens.Reasoning, TokensEstimated: r.Tokens.Estimated,
 		CostUsd: r.CostUSD, LatencyMs: Millis(r.Latency), TtftMs: Millis(r.TTFT), Status: int32(r.Status), ErrorCode: r.ErrorCode}
 	for _, a := range r.Attempts {
-		pr.Attempts = append(pr.Attempts, &adminpb.UsageAttempt{Target: a.Target, Outcome: a.Outcome, Status: int32(a.Status),
-			LatencyMs: Millis(a.Latency)})
+		pa := &adminpb.UsageAttempt{Target: a.Target, Outcome: a.Outcome, Status: int32(a.Status),
+			LatencyMs: Millis(a.Latency), CostUsd: a.CostUSD}
+		if t := a.Tokens; t != nil {
+			pa.PromptTokens, pa.CompletionTokens, pa.TokensEstimated = &t.Prompt, &t.Completion, t.Estimated
+		}
+		pr.Attempts = append(pr.Attempts, pa)
 	}
 	return pr
 }

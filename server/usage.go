@@ -113,8 +113,12 @@ func (r *report) record(ctx context.Context, method string, httpStatus int, err 
 	if key == "" {
 		key = callerOf(ctx)
 	}
+	final := r.target
+	if n := len(r.trace.Resumes); n > 0 { // the stream was finished (or last broke) there
+		final.Provider, final.Model, _ = strings.Cut(r.trace.Resumes[n-1], "/")
+	}
 	rec := usage.Record{Time: r.start, RequestID: r.id, Surface: r.surface, Endpoint: endpoint, Stream: r.stream,
-		KeyID: key, Model: r.model, Provider: r.target.Provider, TargetModel: r.target.Model,
+		KeyID: key, Model: r.model, Provider: final.Provider, TargetModel: final.Model,
 		Failovers: r.trace.Failovers, Resumes: len(r.trace.Resumes), Hedged: r.trace.Hedged,
 		Latency: latency, TTFT: u.ttft, Status: httpStatus}
 	if u.virtual != nil && u.virtual(r.model) {
@@ -136,11 +140,50 @@ func (r *report) record(ctx context.Context, method string, httpStatus int, err 
 		}
 	}
 	rec.Tokens = tk
+	if len(r.trace.Cut) > 0 {
+		billParts(&rec, r.trace.Cut, u.reported)
+	}
 	if err != nil {
 		rec.ErrorCode = errorCode(err)
 	}
 	u.ledger.Record(&rec)
 	r.returnUsage(ctx, &rec)
+}
+
+// billParts splits a resumed stream's usage by the target that used it: each
+// cut part was billed by its own upstream (and is priced at its own price), the
+// last part is the rest of what was reported (the client's usage sums the parts
+// that reported theirs). The record's tokens become the sum of every part.
+func billParts(rec *usage.Record, cut []router.CutUsage, reported bool) {
+	last := rec.Tokens
+	total := usage.Tokens{}
+	taken := make([]bool, len(rec.Attempts))
+	for _, c := range cut {
+		tk := usage.Tokens{Prompt: c.PromptTokens, Completion: c.CompletionTokens, Estimated: c.Estimated}
+		if reported && !c.Estimated {
+			last = last.Minus(tk) // already summed into the reported usage
+		}
+		if i := bill(rec.Attempts, taken, c.Route.String(), tk); i >= 0 {
+			rec.Attempts[i].Outcome = "stream_cut" // it opened, then broke: the answer went on elsewhere
+		}
+		total = total.Plus(tk)
+	}
+	bill(rec.Attempts, taken, rec.Provider+"/"+rec.TargetModel, last)
+	rec.Tokens = total.Plus(last)
+}
+
+// bill puts tk on the first successful attempt at target not billed yet (the
+// attempts are in the order they ended, as the parts are) and returns its index
+// (-1: none).
+func bill(as []usage.Attempt, taken []bool, target string, tk usage.Tokens) int {
+	for i := range as {
+		if !taken[i] && as[i].Outcome == "ok" && as[i].Target == target {
+			taken[i] = true
+			as[i].Tokens = &tk
+			return i
+		}
+	}
+	return -1
 }
 
 // returnUsage sets the usage metadata: a trailer for gRPC callers, headers for

@@ -1,6 +1,9 @@
 package usage
 
-import "context"
+import (
+	"context"
+	"strings"
+)
 
 // Ledger is what the server hands each request's record to: it prices the
 // record, adds its cost to the key's running spend, and queues it for the store.
@@ -25,12 +28,49 @@ func (l *Ledger) Record(r *Record) {
 		return
 	}
 	if r.CostUSD == nil && r.Provider != "" {
-		r.CostUSD = l.prices.cost(r.Provider, r.TargetModel, r.Tokens)
+		r.CostUSD = l.price(r)
 	}
 	if l.spend != nil && r.CostUSD != nil && *r.CostUSD > 0 {
 		l.spend.Add(r.KeyID, *r.CostUSD, r.Time)
 	}
 	l.writer.Add(*r)
+}
+
+// price is what r cost: its tokens at its final target's price, or, when its
+// attempts carry their own tokens (a stream cut on one target and continued on
+// another), each attempt at its own target's price plus what is left at the final
+// target's. nil when any billed part has no price: a sum that leaves one out would
+// be a made-up number.
+func (l *Ledger) price(r *Record) *float64 {
+	rest, sum, priced, billed := r.Tokens, 0.0, true, false
+	for i := range r.Attempts {
+		a := &r.Attempts[i]
+		if a.Tokens == nil {
+			continue
+		}
+		billed = true
+		provider, model, _ := strings.Cut(a.Target, "/")
+		if a.CostUSD = l.prices.cost(provider, model, *a.Tokens); a.CostUSD == nil {
+			priced = false
+		} else {
+			sum += *a.CostUSD
+		}
+		rest = rest.Minus(*a.Tokens)
+	}
+	if !billed {
+		return l.prices.cost(r.Provider, r.TargetModel, r.Tokens)
+	}
+	if rest.Total() > 0 {
+		if c := l.prices.cost(r.Provider, r.TargetModel, rest); c == nil {
+			priced = false
+		} else {
+			sum += *c
+		}
+	}
+	if !priced {
+		return nil
+	}
+	return &sum
 }
 
 // Store is the ledger's store, for queries.

@@ -207,3 +207,54 @@ func TestLedgerPricesLikeLookup(t *testing.T) {
 		require.Equal(t, want.Input, *got, c)
 	}
 }
+
+// TestCostPerBilledAttempt: a record whose attempts carry their own tokens (a
+// stream cut on one target and continued on another) is priced attempt by
+// attempt at each target's price; what the attempts do not cover is priced at the
+// final target; one unpriced part makes the whole cost unknown (nil), never a
+// partial sum passed off as the cost.
+func TestCostPerBilledAttempt(t *testing.T) {
+	t.Parallel()
+	prices := usage.Prices{"a/m": {Input: 1, Output: 2}, "b/m": {Input: 10, Output: 20}}
+	tk := func(p, c int64) *usage.Tokens { return &usage.Tokens{Prompt: p, Completion: c} }
+	tests := []struct {
+		name     string
+		attempts []usage.Attempt
+		tokens   usage.Tokens
+		final    string
+		want     *float64
+		parts    []*float64
+	}{
+		{name: "no parts: the final target's price", attempts: []usage.Attempt{{Target: "a/m"}},
+			tokens: usage.Tokens{Prompt: 1e6, Completion: 1e6}, final: "b", want: ptr(30.0), parts: []*float64{nil}},
+		{name: "each part at its own price", attempts: []usage.Attempt{{Target: "a/m", Tokens: tk(1e6, 1e6)}, {Target: "b/m", Tokens: tk(1e6, 0)}},
+			tokens: usage.Tokens{Prompt: 2e6, Completion: 1e6}, final: "b", want: ptr(13.0), parts: []*float64{ptr(3.0), ptr(10.0)}},
+		{name: "the rest at the final target", attempts: []usage.Attempt{{Target: "a/m", Tokens: tk(1e6, 0)}, {Target: "b/m"}},
+			tokens: usage.Tokens{Prompt: 1e6, Completion: 1e6}, final: "b", want: ptr(21.0), parts: []*float64{ptr(1.0), nil}},
+		{name: "an unpriced part: no cost", attempts: []usage.Attempt{{Target: "c/m", Tokens: tk(5, 5)}, {Target: "a/m", Tokens: tk(1e6, 0)}},
+			tokens: usage.Tokens{Prompt: 1e6 + 5, Completion: 5}, final: "a", want: nil, parts: []*float64{nil, ptr(1.0)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := &usage.Record{Provider: tc.final, TargetModel: "m", Tokens: tc.tokens, Attempts: tc.attempts}
+			got := usage.RecordCost(prices, r)
+			if tc.want == nil {
+				require.Nil(t, got)
+			} else {
+				require.NotNil(t, got)
+				require.InDelta(t, *tc.want, *got, 1e-9)
+			}
+			for i, want := range tc.parts {
+				if want == nil {
+					require.Nil(t, r.Attempts[i].CostUSD, "attempt %d", i)
+					continue
+				}
+				require.NotNil(t, r.Attempts[i].CostUSD, "attempt %d", i)
+				require.InDelta(t, *want, *r.Attempts[i].CostUSD, 1e-9, "attempt %d", i)
+			}
+		})
+	}
+}
+
+func ptr(f float64) *float64 { return &f }

@@ -76,6 +76,12 @@ type Attempt struct {
 	Latency time.Duration `json:"-"`
 	// LatencyMS is Latency in milliseconds, the stored form.
 	LatencyMS float64 `json:"ms"`
+	// Tokens is set on the attempts of a stream that was cut on one target and
+	// continued on another: each part was billed by its own upstream, and CostUSD
+	// prices it at its own target's price (nil: no price). The record's Tokens
+	// are their sum.
+	Tokens  *Tokens  `json:"tk,omitempty"`
+	CostUSD *float64 `json:"c,omitempty"`
 }
 
 // Failed is whether the request ended in an error.

@@ -2894,9 +2894,17 @@ type UsageAttempt struct {
 	// The upstream's HTTP status (0: none).
 	Status int32 `protobuf:"varint,3,opt,name=status,proto3" json:"status,omitempty"`
 	// The attempt's duration, milliseconds.
-	LatencyMs     float64 `protobuf:"fixed64,4,opt,name=latency_ms,proto3" json:"latency_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	LatencyMs float64 `protobuf:"fixed64,4,opt,name=latency_ms,proto3" json:"latency_ms,omitempty"`
+	// Set on the parts of a stream cut on one target (outcome stream_cut) and
+	// continued on another: what each part's upstream billed, and its cost at its
+	// own target's price (unset: no price). The record's tokens are their sum.
+	PromptTokens     *int64   `protobuf:"varint,5,opt,name=prompt_tokens,proto3,oneof" json:"prompt_tokens,omitempty"`
+	CompletionTokens *int64   `protobuf:"varint,6,opt,name=completion_tokens,proto3,oneof" json:"completion_tokens,omitempty"`
+	CostUsd          *float64 `protobuf:"fixed64,7,opt,name=cost_usd,proto3,oneof" json:"cost_usd,omitempty"`
+	// The part's tokens are Switchyard's estimate (it was cut before its usage).
+	TokensEstimated bool `protobuf:"varint,8,opt,name=tokens_estimated,proto3" json:"tokens_estimated,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *UsageAttempt) Reset() {
@@ -2955,6 +2963,34 @@ func (x *UsageAttempt) GetLatencyMs() float64 {
 		return x.LatencyMs
 	}
 	return 0
+}
+
+func (x *UsageAttempt) GetPromptTokens() int64 {
+	if x != nil && x.PromptTokens != nil {
+		return *x.PromptTokens
+	}
+	return 0
+}
+
+func (x *UsageAttempt) GetCompletionTokens() int64 {
+	if x != nil && x.CompletionTokens != nil {
+		return *x.CompletionTokens
+	}
+	return 0
+}
+
+func (x *UsageAttempt) GetCostUsd() float64 {
+	if x != nil && x.CostUsd != nil {
+		return *x.CostUsd
+	}
+	return 0
+}
+
+func (x *UsageAttempt) GetTokensEstimated() bool {
+	if x != nil {
+		return x.TokensEstimated
+	}
+	return false
 }
 
 var File_switchyard_admin_v1_admin_proto protoreflect.FileDescriptor
@@ -3199,14 +3235,21 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"error_code\x18\x19 \x01(\tR\n" +
 	"error_codeB\v\n" +
-	"\t_cost_usd\"x\n" +
+	"\t_cost_usd\"\xd8\x02\n" +
 	"\fUsageAttempt\x12\x16\n" +
 	"\x06target\x18\x01 \x01(\tR\x06target\x12\x18\n" +
 	"\aoutcome\x18\x02 \x01(\tR\aoutcome\x12\x16\n" +
 	"\x06status\x18\x03 \x01(\x05R\x06status\x12\x1e\n" +
 	"\n" +
 	"latency_ms\x18\x04 \x01(\x01R\n" +
-	"latency_ms*|\n" +
+	"latency_ms\x12)\n" +
+	"\rprompt_tokens\x18\x05 \x01(\x03H\x00R\rprompt_tokens\x88\x01\x01\x121\n" +
+	"\x11completion_tokens\x18\x06 \x01(\x03H\x01R\x11completion_tokens\x88\x01\x01\x12\x1f\n" +
+	"\bcost_usd\x18\a \x01(\x01H\x02R\bcost_usd\x88\x01\x01\x12*\n" +
+	"\x10tokens_estimated\x18\b \x01(\bR\x10tokens_estimatedB\x10\n" +
+	"\x0e_prompt_tokensB\x14\n" +
+	"\x12_completion_tokensB\v\n" +
+	"\t_cost_usd*|\n" +
 	"\fBreakerState\x12\x1d\n" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
@@ -3357,6 +3400,7 @@ func file_switchyard_admin_v1_admin_proto_init() {
 	}
 	file_switchyard_admin_v1_admin_proto_msgTypes[28].OneofWrappers = []any{}
 	file_switchyard_admin_v1_admin_proto_msgTypes[37].OneofWrappers = []any{}
+	file_switchyard_admin_v1_admin_proto_msgTypes[38].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -1633,6 +1633,32 @@ export declare type UsageAttempt = Message<"switchyard.admin.v1.UsageAttempt"> &
    * @generated from field: double latency_ms = 4 [json_name = "latency_ms"];
    */
   latencyMs: number;
+
+  /**
+   * Set on the parts of a stream cut on one target (outcome stream_cut) and
+   * continued on another: what each part's upstream billed, and its cost at its
+   * own target's price (unset: no price). The record's tokens are their sum.
+   *
+   * @generated from field: optional int64 prompt_tokens = 5 [json_name = "prompt_tokens"];
+   */
+  promptTokens?: bigint | undefined;
+
+  /**
+   * @generated from field: optional int64 completion_tokens = 6 [json_name = "completion_tokens"];
+   */
+  completionTokens?: bigint | undefined;
+
+  /**
+   * @generated from field: optional double cost_usd = 7 [json_name = "cost_usd"];
+   */
+  costUsd?: number | undefined;
+
+  /**
+   * The part's tokens are Switchyard's estimate (it was cut before its usage).
+   *
+   * @generated from field: bool tokens_estimated = 8 [json_name = "tokens_estimated"];
+   */
+  tokensEstimated: boolean;
 };
 
 /**
