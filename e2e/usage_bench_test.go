@@ -14,6 +14,7 @@ import (
 	"github.com/switchyard/switchyard/app"
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/internal/fakeupstream"
+	"github.com/switchyard/switchyard/internal/testutil"
 )
 
 // benchGateway is start for benchmarks: provider "up" on a fake upstream, keys
@@ -63,6 +64,8 @@ func BenchmarkUsageLedger(b *testing.B) {
 			b.ReportAllocs()
 			b.SetParallelism(16)
 			b.ResetTimer()
+			cpu := testutil.CPUTime()
+			defer func() { b.ReportMetric(float64(testutil.CPUTime()-cpu)/float64(b.N), "cpu-ns/op") }()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					req, _ := http.NewRequest(http.MethodPost, g.base+"/chat/completions", strings.NewReader(chatBody+"}"))

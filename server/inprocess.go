@@ -43,8 +43,17 @@ type headerSink struct {
 
 func (h *headerSink) Method() string { return h.method }
 
+// SetHeader adds md. The handlers' metadata is theirs to give away (made for
+// this call, never changed after): the first is kept as is, later ones are added
+// to it, without the copies metadata.Join makes.
 func (h *headerSink) SetHeader(md metadata.MD) error {
-	h.header = metadata.Join(h.header, md)
+	if h.header == nil {
+		h.header = md
+		return nil
+	}
+	for k, v := range md {
+		h.header[k] = append(h.header[k], v...)
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/textproto"
 	"time"
 
 	"google.golang.org/grpc"
@@ -148,9 +149,13 @@ func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompl
 
 // copyHeaders sets the response headers Switchyard owns from gRPC header metadata.
 func copyHeaders(w http.ResponseWriter, md metadata.MD) {
+	h := w.Header()
 	for key, vals := range md {
 		if name, ok := outgoingHeader(key); ok && len(vals) > 0 {
-			w.Header().Set(name, vals[0])
+			// The value's own slice, capped so that a later Add copies: no
+			// allocation per header (CanonicalMIMEHeaderKey returns canonical
+			// names as they are).
+			h[textproto.CanonicalMIMEHeaderKey(name)] = vals[:1:1]
 		}
 	}
 }

@@ -35,7 +35,7 @@ func OpenSQLite(ctx context.Context, path string) (Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("usage store %s: journal mode is %q, want wal", path, mode)
 	}
-	d := dialect{name: StoreSQLite, id: "INTEGER PRIMARY KEY AUTOINCREMENT", rebind: func(s string) string { return s }}
+	d := dialect{name: StoreSQLite, id: "INTEGER PRIMARY KEY", rebind: func(s string) string { return s }}
 	if err := migrate(ctx, db, d); err != nil {
 		db.Close()
 		return nil, err
