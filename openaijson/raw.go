@@ -2,6 +2,7 @@ package openaijson
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -217,27 +218,47 @@ func (c *rawCheck) noteKey(ks *keySet, key []byte) {
 }
 
 // rawStr reads past a string (the opening quote is next) as str would read it,
-// allocating nothing; it notes in c when str would mend the text.
+// allocating nothing; it notes in c when str would mend the text (invalid UTF-8,
+// a lone surrogate escape). One pass: plain ASCII eight bytes at a time, each
+// escape and each multi-byte character checked where it stands.
 func (s *scanner) rawStr(c *rawCheck) error {
-	start := s.pos + 1
-	i := start
-	high := false
+	const highs = 0x8080808080808080
+	data := s.data
+	n := len(data)
+	i := s.pos + 1
 	for {
-		var h bool
-		i, h = plainRun(s.data, i)
-		high = high || h
-		if i >= len(s.data) {
-			return errSyntax
-		}
-		switch s.data[i] {
-		case '"':
-			if high && !utf8.Valid(s.data[start:i]) {
-				c.mend = true
+		if i+8 <= n {
+			// Plain ASCII text, eight bytes at a time: the lowest byte stopMask
+			// marks is the first one to look at.
+			w := binary.LittleEndian.Uint64(data[i:])
+			m := stopMask(w)
+			if m == 0 {
+				i += 8
+				continue
 			}
+			i += bits.TrailingZeros64(m) >> 3
+		} else {
+			for i < n && plainASCII[data[i]] {
+				i++
+			}
+			if i >= n {
+				return errSyntax
+			}
+		}
+		switch b := data[i]; {
+		case b >= utf8.RuneSelf:
+			for i < n && data[i] >= utf8.RuneSelf { // a run of them (CJK text is one)
+				i += utf8Len(data, i, c)
+			}
+		case b == '"':
 			s.pos = i + 1
 			return nil
-		case '\\':
-			n, mend, ok := escapeAt(s.data, i)
+		case b == '\\':
+			if i+1 < n && shortEscape[data[i+1]] {
+				i += 2
+				continue
+			}
+			n, mend, ok := escapeAt(data, i)
 			if !ok {
 				return errSyntax
 			}
@@ -249,36 +270,59 @@ func (s *scanner) rawStr(c *rawCheck) error {
 	}
 }
 
-// plainRun returns the index of the first byte at or after i that a string does
-// not hold as it is (a quote, a backslash or a control character), or len(data),
-// and whether the bytes before it include any of 0x80 and above (only then is
-// UTF-8 worth checking). It reads sixteen bytes at a time while none is special.
-func plainRun(data []byte, i int) (int, bool) {
-	const highs = 0x8080808080808080
-	var high uint64
-	for i+16 <= len(data) {
-		w1, w2 := binary.LittleEndian.Uint64(data[i:]), binary.LittleEndian.Uint64(data[i+8:])
-		if special(w1)|special(w2) != 0 {
-			break
+// utf8Len is the length of the UTF-8 sequence at data[i] (a byte of 0x80 and
+// above); an invalid one is one byte, noted in c: decoding turns it into U+FFFD.
+// Two- and three-byte sequences are checked inline (utf8.DecodeRune's ranges).
+func utf8Len(data []byte, i int, c *rawCheck) int {
+	b := data[i]
+	switch {
+	case b >= 0xC2 && b <= 0xDF:
+		if i+1 < len(data) && data[i+1]&0xC0 == 0x80 {
+			return 2
 		}
-		high |= w1 | w2
-		i += 16
-	}
-	for i+8 <= len(data) {
-		w := binary.LittleEndian.Uint64(data[i:])
-		if special(w) != 0 {
-			break
+	case b&0xF0 == 0xE0:
+		if i+2 < len(data) {
+			b1 := data[i+1]
+			lo, hi := byte(0x80), byte(0xBF)
+			if b == 0xE0 {
+				lo = 0xA0
+			} else if b == 0xED {
+				hi = 0x9F // no surrogates
+			}
+			if b1 >= lo && b1 <= hi && data[i+2]&0xC0 == 0x80 {
+				return 3
+			}
 		}
-		high |= w
-		i += 8
+	default:
+		if r, n := utf8.DecodeRune(data[i:]); r != utf8.RuneError || n > 1 {
+			return n
+		}
 	}
-	hi := high&highs != 0
-	for i < len(data) && inString[data[i]] {
-		hi = hi || data[i] >= utf8.RuneSelf
-		i++
-	}
-	return i, hi
+	c.mend = true
+	return 1
 }
+
+// stopMask has the high bit set in the lowest byte of w that is not plain ASCII
+// text of a string: a quote, a backslash, a control character or 0x80 and above
+// (the zero-byte test, (x - 0x01..) & 0x80..: its false positives lie only above
+// a true match, and a byte it flags for being 0x81 or more after the XOR is 0x80
+// or more itself, flagged anyway).
+func stopMask(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q, b := w^(ones*'"'), w^(ones*'\\')
+	return ((q - ones) | (b - ones) | (w - ones*0x20) | w) & highs
+}
+
+// plainASCII marks the bytes a string holds as they are and that are ASCII.
+var plainASCII = func() (t [256]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\'
+	}
+	return t
+}()
+
+// shortEscape marks the characters of the two-byte escapes (\n, \", ...).
+var shortEscape = [256]bool{'"': true, '\\': true, '/': true, 'b': true, 'f': true, 'n': true, 'r': true, 't': true}
 
 // special is non-zero when a byte of w is '"', '\\' or below 0x20. (The classic
 // zero-byte test: (x - 0x01..) &^ x & 0x80.. is non-zero exactly when a byte of x
