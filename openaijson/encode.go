@@ -25,7 +25,39 @@ func Append(b []byte, msg proto.Message) []byte {
 	return appendMessage(b, msg.ProtoReflect())
 }
 
-func appendMessage(b []byte, m protoreflect.Message) []byte {
+// AppendPieces is Append for a message with long raw JSON fields (a conversation
+// kept as it arrived): it returns the JSON as pieces to write in order — the
+// encoder's own bytes, appended to b, and between them each raw field's bytes as
+// they are, not copied. Their concatenation is what Append writes.
+func AppendPieces(b []byte, msg proto.Message) [][]byte {
+	type piece struct {
+		from, to int
+		raw      []byte
+	}
+	var ps []piece
+	from := len(b)
+	b = appendObject(b, msg.ProtoReflect(), func(b, raw []byte) []byte {
+		ps = append(ps, piece{from: from, to: len(b)}, piece{raw: raw})
+		from = len(b)
+		return b
+	})
+	ps = append(ps, piece{from: from, to: len(b)})
+	out := make([][]byte, 0, len(ps))
+	for _, p := range ps { // offsets: b's array may have moved as it grew
+		if p.raw != nil {
+			out = append(out, p.raw)
+		} else if p.to > p.from {
+			out = append(out, b[p.from:p.to])
+		}
+	}
+	return out
+}
+
+func appendMessage(b []byte, m protoreflect.Message) []byte { return appendObject(b, m, nil) }
+
+// appendObject writes m; a raw JSON field's bytes go through raw when it is set
+// (AppendPieces), and are copied in otherwise.
+func appendObject(b []byte, m protoreflect.Message, raw func(b, json []byte) []byte) []byte {
 	md := m.Descriptor()
 	switch md.FullName() {
 	case "google.protobuf.Struct":
@@ -59,12 +91,12 @@ func appendMessage(b []byte, m protoreflect.Message) []byte {
 				continue
 			}
 		}
-		name, raw := string(fd.Name()), rawName(fd)
-		if raw != "" {
+		name, rawAs := string(fd.Name()), rawName(fd)
+		if rawAs != "" {
 			if len(m.Get(fd).Bytes()) == 0 {
 				continue
 			}
-			name = raw
+			name = rawAs
 		}
 		if !first {
 			b = append(b, ',')
@@ -72,8 +104,12 @@ func appendMessage(b []byte, m protoreflect.Message) []byte {
 		first = false
 		b = appendString(b, name)
 		b = append(b, ':')
-		if raw != "" {
-			b = append(b, m.Get(fd).Bytes()...) // JSON as it arrived
+		if rawAs != "" { // JSON as it arrived
+			if raw != nil {
+				b = raw(b, m.Get(fd).Bytes())
+			} else {
+				b = append(b, m.Get(fd).Bytes()...)
+			}
 			continue
 		}
 		b = appendField(b, m.Get(fd), fd)

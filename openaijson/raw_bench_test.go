@@ -2,6 +2,7 @@ package openaijson
 
 import (
 	"encoding/json"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -80,6 +81,17 @@ func TestLongPromptAllocationCeiling(t *testing.T) {
 			write := func() { buf = Append(buf[:0], &req) }
 			if n := testing.AllocsPerRun(20, write); n > 6 { // 4 today: the small fields' reflection
 				t.Errorf("writing: %.0f allocations", n)
+			}
+			// In pieces (as the upstream body is sent), the conversation is not copied
+			// at all: what is allocated is the small fields' JSON, whatever the size.
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for range 20 {
+				_ = AppendPieces(nil, &req)
+			}
+			runtime.ReadMemStats(&after)
+			if per := (after.TotalAlloc - before.TotalAlloc) / 20; per > 4<<10 {
+				t.Errorf("writing in pieces: %d bytes allocated per request", per)
 			}
 		})
 	}

@@ -4,7 +4,6 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -120,7 +119,7 @@ func (c *Client) Close() { c.http.CloseIdleConnections() }
 // provider-local model name (Azure's v1 API: its deployment, see bodyModel), the
 // stream flag, and every member the client sent (unknown ones included).
 // req.Body is left untouched.
-func (c *Client) upstreamBody(req *providers.Request, stream bool) []byte {
+func (c *Client) upstreamBody(req *providers.Request, stream bool) providers.Pieces {
 	out := &pb.ChatCompletionRequest{}
 	dst := out.ProtoReflect()
 	req.Body.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
@@ -137,16 +136,18 @@ func (c *Client) upstreamBody(req *providers.Request, stream bool) []byte {
 	}
 	// One allocation of about the right size: the JSON is the proto's bytes plus
 	// member names and escapes (growing the buffer as it fills copied a long
-	// prompt some twenty times).
-	return openaijson.Append(make([]byte, 0, out.SizeVT()+out.SizeVT()/8+512), out)
+	// prompt some twenty times). A conversation kept as it arrived is not in it:
+	// it is sent from the request's own buffer.
+	size := out.SizeVT() - len(out.MessagesJson)
+	return openaijson.AppendPieces(make([]byte, 0, size+size/8+512), out)
 }
 
 // newRequest builds a request to url (see endpoint) with the client's headers and
 // the attempt's idempotency key and request id (req may be nil).
-func (c *Client) newRequest(ctx context.Context, method, url string, body []byte, req *providers.Request) (*http.Request, error) {
+func (c *Client) newRequest(ctx context.Context, method, url string, body providers.Pieces, req *providers.Request) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
-		rd = bytes.NewReader(body)
+		rd = body.Reader()
 	}
 	if req != nil {
 		ctx = providers.WithQuotaModel(ctx, req.Model) // whose rate-limit headers the answer carries
@@ -156,6 +157,10 @@ func (c *Client) newRequest(ctx context.Context, method, url string, body []byte
 		// The parse error quotes the URL, userinfo and all: say it without it.
 		return nil, &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Transport: true,
 			Message: fmt.Sprintf("provider %s has an unusable base_url %s", c.name, providers.DisplayURL(c.baseURL))}
+	}
+	if body != nil {
+		hr.ContentLength = body.Len()
+		hr.GetBody = func() (io.ReadCloser, error) { return body.Reader(), nil }
 	}
 	for k, v := range c.headers {
 		hr.Header[k] = v

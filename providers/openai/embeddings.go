@@ -27,7 +27,7 @@ func (c *Client) Embed(ctx context.Context, a providers.Attempt, req *pb.CreateE
 		defer cancel()
 	}
 	body := openaijson.AppendEmbeddingsRequest(make([]byte, 0, 256), req, c.bodyModel(a.Model))
-	hr, err := c.newRequest(ctx, http.MethodPost, c.endpoint(a.Model, "embeddings"), body, &providers.Request{Attempt: a})
+	hr, err := c.newRequest(ctx, http.MethodPost, c.endpoint(a.Model, "embeddings"), providers.Pieces{body}, &providers.Request{Attempt: a})
 	if err != nil {
 		return nil, err
 	}
