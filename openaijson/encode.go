@@ -2,6 +2,7 @@ package openaijson
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -250,70 +251,61 @@ func appendValue(b []byte, v *structpb.Value) []byte {
 
 const hex = "0123456789abcdef"
 
-// asciiRun returns the index of the first byte at or after i that appendString
-// must look at (a quote, a backslash, a control character or a byte of 0x80 and
-// above), reading eight bytes at a time; it may stop early, never late.
-func asciiRun(s string, i int) int {
-	const highs = 0x8080808080808080
-	for i+8 <= len(s) {
-		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		if special(w)|w&highs != 0 {
-			break
-		}
-		i += 8
-	}
-	return i
-}
-
-// appendString writes s as a JSON string; invalid UTF-8 becomes U+FFFD.
+// appendString writes s as a JSON string; invalid UTF-8 becomes U+FFFD. Plain
+// ASCII is read eight bytes at a time to the first byte to look at (stopMask),
+// UTF-8 is checked inline, and runs of plain text are copied in one append.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		i = asciiRun(s, i)
-		if i >= len(s) {
-			break
-		}
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
+	start, i, n := 0, 0, len(s)
+	for i < n {
+		if i+8 <= n {
+			w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			m := stopMask(w)
+			if m == 0 {
+				i += 8
 				continue
 			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
+			i += bits.TrailingZeros64(m) >> 3
+		}
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			size := validLen(s, i)
+			switch {
+			case size == 0:
+				b = append(b, s[start:i]...)
+				b = append(b, `\ufffd`...)
+				i++
+				start = i
+			case size == 3 && c == 0xE2 && s[i+1] == 0x80 && s[i+2]&0xFE == 0xA8: // U+2028, U+2029
+				b = append(b, s[start:i]...)
+				b = append(b, '\\', 'u', '2', '0', '2', hex[s[i+2]&0xF])
+				i += 3
+				start = i
 			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+				i += size
 			}
-			i++
-			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
+		if c >= 0x20 && c != '"' && c != '\\' {
+			i++ // the tail, byte by byte
 			continue
 		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
 		}
-		i += size
+		i++
+		start = i
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')

@@ -1,6 +1,7 @@
 package openaijson_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"strings"
@@ -227,6 +228,40 @@ func FuzzDecode(f *testing.F) {
 			if !proto.Equal(msg, again) {
 				t.Fatalf("round trip changed the message:\n%q\n%q", data, out)
 			}
+		}
+	})
+}
+
+// FuzzStringEncoding: any Go string, valid UTF-8 or not, is written as a JSON
+// string that encoding/json reads back as what it reads back from its own
+// encoding of the same string (invalid bytes become U+FFFD one by one), and
+// U+2028/U+2029 are escaped as encoding/json escapes them.
+func FuzzStringEncoding(f *testing.F) {
+	for _, seed := range []string{"", "plain", "a\"b\\c\n\r\t\x01\x1f", "café 漢字 ✓ 😀", "\xff\xe6\xbc", "\xed\xa0\x80",
+		"\xf4\x90\x80\x80", "\xc0\x80", "\u2028\u2029", "12345678\"12345678\\", "漢漢漢漢漢漢漢漢漢"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ours := openaijson.Marshal(structpb.NewStringValue(s))
+		if !json.Valid(ours) {
+			t.Fatalf("invalid JSON %q for %q", ours, s)
+		}
+		theirs, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, want string
+		if err := json.Unmarshal(ours, &got); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(theirs, &want); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("%q reads back as %q, encoding/json's as %q", s, got, want)
+		}
+		if bytes.Contains(ours, []byte("\u2028")) || bytes.Contains(ours, []byte("\u2029")) {
+			t.Fatalf("U+2028/U+2029 not escaped in %q", ours)
 		}
 	})
 }

@@ -272,34 +272,49 @@ func (s *scanner) rawStr(c *rawCheck) error {
 
 // utf8Len is the length of the UTF-8 sequence at data[i] (a byte of 0x80 and
 // above); an invalid one is one byte, noted in c: decoding turns it into U+FFFD.
-// Two- and three-byte sequences are checked inline (utf8.DecodeRune's ranges).
 func utf8Len(data []byte, i int, c *rawCheck) int {
-	b := data[i]
-	switch {
-	case b >= 0xC2 && b <= 0xDF:
-		if i+1 < len(data) && data[i+1]&0xC0 == 0x80 {
-			return 2
-		}
-	case b&0xF0 == 0xE0:
-		if i+2 < len(data) {
-			b1 := data[i+1]
-			lo, hi := byte(0x80), byte(0xBF)
-			if b == 0xE0 {
-				lo = 0xA0
-			} else if b == 0xED {
-				hi = 0x9F // no surrogates
-			}
-			if b1 >= lo && b1 <= hi && data[i+2]&0xC0 == 0x80 {
-				return 3
-			}
-		}
-	default:
-		if r, n := utf8.DecodeRune(data[i:]); r != utf8.RuneError || n > 1 {
-			return n
-		}
+	if n := validLen(data, i); n > 0 {
+		return n
 	}
 	c.mend = true
 	return 1
+}
+
+// validLen is the length of the valid UTF-8 sequence that starts at s[i] (a byte
+// of 0x80 and above), or 0 if none does: utf8.DecodeRune's ranges (no overlong
+// forms, no surrogates, nothing above U+10FFFF), checked inline.
+func validLen[T string | []byte](s T, i int) int {
+	b := s[i]
+	cont := func(j int) bool { return j < len(s) && s[j]&0xC0 == 0x80 }
+	switch {
+	case b < 0xC2:
+		return 0
+	case b <= 0xDF:
+		if cont(i + 1) {
+			return 2
+		}
+	case b <= 0xEF:
+		lo, hi := byte(0x80), byte(0xBF)
+		if b == 0xE0 {
+			lo = 0xA0
+		} else if b == 0xED {
+			hi = 0x9F
+		}
+		if i+2 < len(s) && s[i+1] >= lo && s[i+1] <= hi && cont(i+2) {
+			return 3
+		}
+	case b <= 0xF4:
+		lo, hi := byte(0x80), byte(0xBF)
+		if b == 0xF0 {
+			lo = 0x90
+		} else if b == 0xF4 {
+			hi = 0x8F
+		}
+		if i+3 < len(s) && s[i+1] >= lo && s[i+1] <= hi && cont(i+2) && cont(i+3) {
+			return 4
+		}
+	}
+	return 0
 }
 
 // stopMask has the high bit set in the lowest byte of w that is not plain ASCII
