@@ -111,7 +111,7 @@ func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return fallback.Unmarshal(data, v)
 	}
-	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	buf := data.MaterializeToBuffer(gatherPool) // overwritten whole: no need to clear it first
 	defer buf.Free()
 	b := buf.ReadOnlyData()
 	fast, err := check(b, m.ProtoReflect().Descriptor(), 0, 1)
