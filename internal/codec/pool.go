@@ -10,7 +10,9 @@ import (
 // every byte of it (grpc-go's default pool clears each buffer it hands out, which
 // for a 512 KB message cost 4 % of the call). Sizes are powers of two from 4 KiB
 // to 16 MiB; others are allocated and dropped.
-type dirtyPool struct{ tiers [maxTier - minTier + 1]sync.Pool }
+type dirtyPool struct {
+	tiers [maxTier - minTier + 1]sync.Pool
+}
 
 const minTier, maxTier = 12, 24
 
