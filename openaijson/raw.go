@@ -285,36 +285,36 @@ func utf8Len(data []byte, i int, c *rawCheck) int {
 // forms, no surrogates, nothing above U+10FFFF), checked inline.
 func validLen[T string | []byte](s T, i int) int {
 	b := s[i]
-	cont := func(j int) bool { return j < len(s) && s[j]&0xC0 == 0x80 }
+	size, lo, hi := 0, byte(0x80), byte(0xBF) // the second byte's range
 	switch {
-	case b < 0xC2:
+	case b < 0xC2 || b > 0xF4:
 		return 0
 	case b <= 0xDF:
-		if cont(i + 1) {
-			return 2
-		}
+		size = 2
 	case b <= 0xEF:
-		lo, hi := byte(0x80), byte(0xBF)
+		size = 3
 		if b == 0xE0 {
 			lo = 0xA0
 		} else if b == 0xED {
 			hi = 0x9F
 		}
-		if i+2 < len(s) && s[i+1] >= lo && s[i+1] <= hi && cont(i+2) {
-			return 3
-		}
-	case b <= 0xF4:
-		lo, hi := byte(0x80), byte(0xBF)
+	default:
+		size = 4
 		if b == 0xF0 {
 			lo = 0x90
 		} else if b == 0xF4 {
 			hi = 0x8F
 		}
-		if i+3 < len(s) && s[i+1] >= lo && s[i+1] <= hi && cont(i+2) && cont(i+3) {
-			return 4
+	}
+	if i+size > len(s) || s[i+1] < lo || s[i+1] > hi {
+		return 0
+	}
+	for j := i + 2; j < i+size; j++ {
+		if s[j]&0xC0 != 0x80 {
+			return 0
 		}
 	}
-	return 0
+	return size
 }
 
 // stopMask has the high bit set in the lowest byte of w that is not plain ASCII
