@@ -120,8 +120,8 @@ func appendRow(args []any, r *Record) []any {
 		cost, millis(r.Latency), ttft, r.Status, r.ErrorCode)
 }
 
-// where builds the filter's condition; every branch starts with the time range,
-// so the planner can use usage_requests_ts or a (column, ts) index.
+// where builds the filter's condition; it starts with the time range, so that
+// the planner reads usage_requests_ts_dims (TestQueriesUseIndexes).
 func (s *sqlStore) where(f Filter) (string, []any) {
 	var conds []string
 	var args []any
@@ -165,10 +165,8 @@ func (s *sqlStore) Query(ctx context.Context, q Query) ([]Group, error) {
 	if q.Bucket != BucketNone && q.Bucket != BucketHour && q.Bucket != BucketDay {
 		return nil, fmt.Errorf("%w: bucket %q (want hour or day)", ErrBadQuery, q.Bucket)
 	}
-	where, args := s.where(q.Filter)
-	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT ts, key_id, model, provider, target_model, virtual_model, endpoint,
-		status, error_code, prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens, reasoning_tokens,
-		tokens_estimated, cost_usd, latency_ms, ttft_ms FROM usage_requests`+where), args...)
+	query, args := s.querySQL(q.Filter)
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -202,17 +200,22 @@ const (
 	maxPageSize     = 1000
 )
 
-func (s *sqlStore) List(ctx context.Context, f ListFilter) (Page, error) {
-	size := f.PageSize
-	if size <= 0 {
-		size = defaultPageSize
-	}
-	size = min(size, maxPageSize)
+// querySQL is Query's statement: the rows of the filter's range, aggregated here.
+func (s *sqlStore) querySQL(f Filter) (string, []any) {
+	where, args := s.where(f)
+	return s.d.rebind(`SELECT ts, key_id, model, provider, target_model, virtual_model, endpoint,
+		status, error_code, prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens, reasoning_tokens,
+		tokens_estimated, cost_usd, latency_ms, ttft_ms FROM usage_requests` + where), args
+}
+
+// listSQL is List's statement for a page of size (one more row is read, to know
+// whether another page follows).
+func (s *sqlStore) listSQL(f ListFilter, size int) (string, []any, error) {
 	where, args := s.where(f.Filter)
 	if f.PageToken != "" {
 		ts, id, err := decodePageToken(f.PageToken)
 		if err != nil {
-			return Page{}, err
+			return "", nil, err
 		}
 		cond := "(ts < ? OR (ts = ? AND id < ?))"
 		if where == "" {
@@ -222,8 +225,24 @@ func (s *sqlStore) List(ctx context.Context, f ListFilter) (Page, error) {
 		}
 		args = append(args, ts, ts, id)
 	}
-	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT id, `+columns+` FROM usage_requests`+where+
-		` ORDER BY ts DESC, id DESC LIMIT `+strconv.Itoa(size+1)), args...)
+	return s.d.rebind(`SELECT id, ` + columns + ` FROM usage_requests` + where +
+		` ORDER BY ts DESC, id DESC LIMIT ` + strconv.Itoa(size+1)), args, nil
+}
+
+// spendSQL is SpendSince's statement.
+const spendSQL = `SELECT key_id, SUM(cost_usd) FROM usage_requests WHERE ts >= ? AND cost_usd IS NOT NULL GROUP BY key_id`
+
+func (s *sqlStore) List(ctx context.Context, f ListFilter) (Page, error) {
+	size := f.PageSize
+	if size <= 0 {
+		size = defaultPageSize
+	}
+	size = min(size, maxPageSize)
+	query, args, err := s.listSQL(f, size)
+	if err != nil {
+		return Page{}, err
+	}
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return Page{}, err
 	}
@@ -293,8 +312,7 @@ func decodePageToken(tok string) (int64, int64, error) {
 }
 
 func (s *sqlStore) SpendSince(ctx context.Context, t time.Time) (map[string]float64, error) {
-	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT key_id, SUM(cost_usd) FROM usage_requests
-		WHERE ts >= ? AND cost_usd IS NOT NULL GROUP BY key_id`), t.UnixMicro())
+	rows, err := s.db.QueryContext(ctx, s.d.rebind(spendSQL), t.UnixMicro())
 	if err != nil {
 		return nil, err
 	}
