@@ -222,7 +222,6 @@ func (c *rawCheck) noteKey(ks *keySet, key []byte) {
 // a lone surrogate escape). One pass: plain ASCII eight bytes at a time, each
 // escape and each multi-byte character checked where it stands.
 func (s *scanner) rawStr(c *rawCheck) error {
-	const highs = 0x8080808080808080
 	data := s.data
 	n := len(data)
 	i := s.pos + 1
@@ -338,15 +337,6 @@ var plainASCII = func() (t [256]bool) {
 
 // shortEscape marks the characters of the two-byte escapes (\n, \", ...).
 var shortEscape = [256]bool{'"': true, '\\': true, '/': true, 'b': true, 'f': true, 'n': true, 'r': true, 't': true}
-
-// special is non-zero when a byte of w is '"', '\\' or below 0x20. (The classic
-// zero-byte test: (x - 0x01..) &^ x & 0x80.. is non-zero exactly when a byte of x
-// is zero; bytes of 0x80 and above never match.)
-func special(w uint64) uint64 {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	q, b := w^(ones*'"'), w^(ones*'\\')
-	return ((q-ones)&^q | (b-ones)&^b | (w-ones*0x20)&^w) & highs
-}
 
 // escapeAt reads the escape at data[i] (a backslash) as strSlow does: its
 // length, and whether decoding it mends (a lone surrogate becomes U+FFFD).

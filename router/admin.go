@@ -109,7 +109,10 @@ func (r *Router) Reconcile(sync func(VirtualModelChanges) error) error {
 	return sync(VirtualModelChanges{r: r})
 }
 
-// VirtualModelChanges are the changes Reconcile's sync may make.
+// VirtualModelChanges are the changes Reconcile's sync may make, while it runs
+// only: kept past it, they would be made without the lock. (The store's read
+// inside sync is bounded by its own timeout: an outage holds admin changes back
+// by that long at most.)
 type VirtualModelChanges struct{ r *Router }
 
 // List is the current set.

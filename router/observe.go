@@ -47,6 +47,10 @@ type Trace struct {
 	// the answer. The last part's usage is the stream's own (summed with what the
 	// cut parts reported, as the client sees it).
 	Cut []CutUsage
+	// LastPart, set once Cut is not empty, reports the usage of the part that
+	// ended the stream (ask it after the stream ended), like Cut's: its own if it
+	// reported one, else estimated.
+	LastPart func() CutUsage
 	// Log, when the caller sets it, collects every attempt (the usage ledger's list).
 	Log *AttemptLog
 }

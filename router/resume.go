@@ -212,12 +212,16 @@ func (s *resumeStream) resume(cause error) bool {
 		_ = s.cur.Close()
 		if s.call.Trace != nil {
 			s.call.Trace.Cut = append(s.call.Trace.Cut, s.cutUsage())
+			s.call.Trace.LastPart = s.cutUsage // the part from here on, asked once it ended
 		}
 		s.partBody, s.partText, s.partUsage = cont, s.text.Len(), nil
 		end := s.r.ended(route, finish)
 		var once sync.Once
 		s.cur, s.route, s.splice = finished(st, func(err error) { end(err); once.Do(func() { done(0) }) }), route, from
-		s.prior, s.usage = s.usage, nil
+		if s.usage != nil { // a cut part that reported nothing leaves the sum as it was
+			s.prior = s.usage
+		}
+		s.usage = nil
 		s.left--
 		if s.call.Trace != nil {
 			s.call.Trace.Resumes = append(s.call.Trace.Resumes, route.String())
@@ -229,8 +233,9 @@ func (s *resumeStream) resume(cause error) bool {
 	return false
 }
 
-// cutUsage is what the current part, cut, was billed: its own usage if it
-// reported one, else an estimate from what it was sent and what it streamed.
+// cutUsage is what the current part was billed (once it was cut, or ended): its
+// own usage if it reported one, else an estimate from what it was sent and what
+// it streamed.
 func (s *resumeStream) cutUsage() CutUsage {
 	if u := s.partUsage; u != nil {
 		return CutUsage{Route: s.route, PromptTokens: int64(u.GetPromptTokens()), CompletionTokens: int64(u.GetCompletionTokens())}

@@ -140,8 +140,8 @@ func (r *report) record(ctx context.Context, method string, httpStatus int, err 
 		}
 	}
 	rec.Tokens = tk
-	if len(r.trace.Cut) > 0 {
-		billParts(&rec, r.trace.Cut, u.reported)
+	if len(r.trace.Cut) > 0 && r.trace.LastPart != nil {
+		billParts(&rec, r.trace.Cut, r.trace.LastPart())
 	}
 	if err != nil {
 		rec.ErrorCode = errorCode(err)
@@ -151,17 +151,21 @@ func (r *report) record(ctx context.Context, method string, httpStatus int, err 
 }
 
 // billParts splits a resumed stream's usage by the target that used it: each
-// cut part was billed by its own upstream (and is priced at its own price), the
-// last part is the rest of what was reported (the client's usage sums the parts
-// that reported theirs). The record's tokens become the sum of every part.
-func billParts(rec *usage.Record, cut []router.CutUsage, reported bool) {
+// cut part was billed by its own upstream (and is priced at its own price), and
+// so was the last part: the reported usage less what the cut parts reported
+// (the client's usage sums the parts that reported theirs), or, when the last
+// part reported none, its estimate. The record's tokens become the sum.
+func billParts(rec *usage.Record, cut []router.CutUsage, lastPart router.CutUsage) {
 	last := rec.Tokens
+	if lastPart.Estimated {
+		last = usage.Tokens{Prompt: lastPart.PromptTokens, Completion: lastPart.CompletionTokens, Estimated: true}
+	}
 	total := usage.Tokens{}
 	taken := make([]bool, len(rec.Attempts))
 	for _, c := range cut {
 		tk := usage.Tokens{Prompt: c.PromptTokens, Completion: c.CompletionTokens, Estimated: c.Estimated}
-		if reported && !c.Estimated {
-			last = last.Minus(tk) // already summed into the reported usage
+		if !lastPart.Estimated && !c.Estimated {
+			last = last.Minus(tk) // summed into the reported usage
 		}
 		if i := bill(rec.Attempts, taken, c.Route.String(), tk); i >= 0 {
 			rec.Attempts[i].Outcome = "stream_cut" // it opened, then broke: the answer went on elsewhere
