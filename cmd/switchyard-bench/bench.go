@@ -226,6 +226,7 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 	latency := fs.Bool("latency", true, "also measure added p50 latency at c=1")
 	loadgen := fs.String("loadgen", loadProcess, "where the load is generated: process (a child process per run, as a user's clients are) or inline (in this process)")
 	sizes := fs.String("prompt-kb", "0", "prompt sizes in KB, comma-separated (e.g. 1,64,512); 0 is the classic two-message request")
+	ledger := fs.String("usage-store", "sqlite", "Switchyard's usage ledger: sqlite (the default a user gets) or none, to see what the ledger costs")
 	upstreamProto := fs.String("upstream", "http", "how the floor and Switchyard reach the upstream: http, h1 (HTTPS, HTTP/1.1 only) or h2 (HTTPS offering HTTP/2)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -260,7 +261,8 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	defer floor.stop()
-	sy, err := startProc(ctx, env, "switchyard", "--upstream", upURL, "--cpuprofile", *profile, "--memprofile", *memProfile)
+	sy, err := startProc(ctx, env, "switchyard", "--upstream", upURL, "--cpuprofile", *profile, "--memprofile", *memProfile,
+		"--usage-store", *ledger)
 	if err != nil {
 		return err
 	}

@@ -108,6 +108,7 @@ func serveSwitchyard(ctx context.Context, args []string) error {
 	httpAddr := fs.String("http-addr", "127.0.0.1:0", "REST listen address")
 	grpcAddr := fs.String("grpc-addr", "127.0.0.1:0", "gRPC listen address")
 	upstream := fs.String("upstream", "", "upstream base, e.g. http://127.0.0.1:1234")
+	ledger := fs.String("usage-store", "sqlite", "usage.store")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memProfile := fs.String("memprofile", "", "write an allocation profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
@@ -145,6 +146,7 @@ func serveSwitchyard(ctx context.Context, args []string) error {
 	}
 	defer os.RemoveAll(dir)
 	cfg.Server.DataDir = dir
+	cfg.Usage.Store = *ledger
 	a, err := app.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return err
