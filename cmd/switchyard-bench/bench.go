@@ -226,6 +226,7 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 	latency := fs.Bool("latency", true, "also measure added p50 latency at c=1")
 	loadgen := fs.String("loadgen", loadProcess, "where the load is generated: process (a child process per run, as a user's clients are) or inline (in this process)")
 	sizes := fs.String("prompt-kb", "0", "prompt sizes in KB, comma-separated (e.g. 1,64,512); 0 is the classic two-message request")
+	rounds := fs.Int("rounds", 1, "run every mode this many times, floor and Switchyard alternating, and give each ratio's median and range (a noisy machine moves one run by ±15 %)")
 	ledger := fs.String("usage-store", "sqlite", "Switchyard's usage ledger: sqlite (the default a user gets) or none, to see what the ledger costs")
 	upstreamProto := fs.String("upstream", "http", "how the floor and Switchyard reach the upstream: http, h1 (HTTPS, HTTP/1.1 only) or h2 (HTTPS offering HTTP/2)")
 	if err := fs.Parse(args); err != nil {
@@ -316,50 +317,60 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 	var summary strings.Builder
 	for _, pr := range prompts {
 		runs := runsFor(pr)
-		var results []result
-		for _, r := range runs {
-			if *only != "" && skip(r.mode) {
-				results = append(results, result{name: r.name, mode: r.mode})
-				continue
-			}
-			var res result
-			if *loadgen == loadProcess {
-				var before time.Duration
-				out, err := runLoadProcess(ctx, r.spec, func() { before = r.p.cpu() })
-				if err != nil {
-					return fmt.Errorf("%s %s (%s prompt): %w", r.name, r.mode, pr.label(), err)
+		var byRound [][]result
+		for range max(*rounds, 1) {
+			var results []result
+			for _, r := range runs {
+				if *only != "" && skip(r.mode) {
+					results = append(results, result{name: r.name, mode: r.mode})
+					continue
 				}
-				res = result{name: r.name, mode: r.mode, conc: *conc, reqs: out.Reqs, errs: out.Errs, elapsed: out.Elapsed,
-					p50: out.P50, p99: out.P99, cpu: r.p.cpu() - before, rss: r.p.peakRSS(), loadCPU: out.CPU}
-			} else {
-				if err := r.do(); err != nil {
-					return fmt.Errorf("%s %s (%s prompt): %w", r.name, r.mode, pr.label(), err)
+				var res result
+				if *loadgen == loadProcess {
+					var before time.Duration
+					out, err := runLoadProcess(ctx, r.spec, func() { before = r.p.cpu() })
+					if err != nil {
+						return fmt.Errorf("%s %s (%s prompt): %w", r.name, r.mode, pr.label(), err)
+					}
+					res = result{name: r.name, mode: r.mode, conc: *conc, reqs: out.Reqs, errs: out.Errs, elapsed: out.Elapsed,
+						p50: out.P50, p99: out.P99, cpu: r.p.cpu() - before, rss: r.p.peakRSS(), loadCPU: out.CPU}
+				} else {
+					if err := r.do(); err != nil {
+						return fmt.Errorf("%s %s (%s prompt): %w", r.name, r.mode, pr.label(), err)
+					}
+					load(ctx, *conc, *warm, r.do)
+					before, driver := r.p.cpu(), selfCPU()
+					n, errs, lat, elapsed := load(ctx, *conc, *dur, r.do)
+					res = result{name: r.name, mode: r.mode, conc: *conc, reqs: n, errs: errs, elapsed: elapsed,
+						p50: percentile(lat, 0.5), p99: percentile(lat, 0.99), cpu: r.p.cpu() - before, rss: r.p.peakRSS(),
+						loadCPU: selfCPU() - driver}
 				}
-				load(ctx, *conc, *warm, r.do)
-				before, driver := r.p.cpu(), selfCPU()
-				n, errs, lat, elapsed := load(ctx, *conc, *dur, r.do)
-				res = result{name: r.name, mode: r.mode, conc: *conc, reqs: n, errs: errs, elapsed: elapsed,
-					p50: percentile(lat, 0.5), p99: percentile(lat, 0.99), cpu: r.p.cpu() - before, rss: r.p.peakRSS(),
-					loadCPU: selfCPU() - driver}
+				results = append(results, res)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%v\t%v\t%v\t%.1f MB\t%.0f%%\t%d\t\n", pr.label(), res.name, res.mode, res.conc, res.rps(),
+					res.p50.Round(time.Microsecond), res.p99.Round(time.Microsecond), res.cpuPerReq().Round(time.Microsecond),
+					float64(res.rss)/(1<<20), res.loadShare(), res.errs)
 			}
-			results = append(results, res)
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%v\t%v\t%v\t%.1f MB\t%.0f%%\t%d\t\n", pr.label(), res.name, res.mode, res.conc, res.rps(),
-				res.p50.Round(time.Microsecond), res.p99.Round(time.Microsecond), res.cpuPerReq().Round(time.Microsecond),
-				float64(res.rss)/(1<<20), res.loadShare(), res.errs)
+			byRound = append(byRound, results)
 		}
-		ratio := func(a, b result) string {
-			if a.reqs == 0 || b.reqs == 0 {
-				return "not run"
+		ratios := func(i, j int) string {
+			var cpu, rps []float64
+			for _, rs := range byRound {
+				a, b := rs[i], rs[j]
+				if a.reqs == 0 || b.reqs == 0 {
+					return "not run"
+				}
+				cpu = append(cpu, float64(a.cpuPerReq())/float64(b.cpuPerReq()))
+				rps = append(rps, a.rps()/b.rps())
 			}
-			return fmt.Sprintf("CPU/req %.2fx, req/s %.2fx", float64(a.cpuPerReq())/float64(b.cpuPerReq()), a.rps()/b.rps())
+			return "CPU/req " + spread(cpu) + ", req/s " + spread(rps)
 		}
 		fmt.Fprintf(&summary, "\nratios Switchyard / floor, %s prompt (%d bytes on REST)\n", pr.label(), len(pr.rest(false)))
-		fmt.Fprintf(&summary, "  non-stream REST: %s\n", ratio(results[1], results[0]))
-		fmt.Fprintf(&summary, "  non-stream gRPC: %s\n", ratio(results[2], results[0]))
-		fmt.Fprintf(&summary, "  stream REST:     %s\n", ratio(results[4], results[3]))
-		fmt.Fprintf(&summary, "  stream gRPC:     %s\n", ratio(results[5], results[3]))
-		if results[1].reqs > 0 && results[2].reqs > 0 {
-			fmt.Fprintf(&summary, "  gRPC unary / REST CPU/req: %.2fx (target <= 1)\n", float64(results[2].cpuPerReq())/float64(results[1].cpuPerReq()))
+		fmt.Fprintf(&summary, "  non-stream REST: %s\n", ratios(1, 0))
+		fmt.Fprintf(&summary, "  non-stream gRPC: %s\n", ratios(2, 0))
+		fmt.Fprintf(&summary, "  stream REST:     %s\n", ratios(4, 3))
+		fmt.Fprintf(&summary, "  stream gRPC:     %s\n", ratios(5, 3))
+		if r := ratios(2, 1); r != "not run" {
+			fmt.Fprintf(&summary, "  gRPC unary / REST: %s (target CPU/req <= 1)\n", r)
 		}
 	}
 	_ = tw.Flush()
@@ -379,6 +390,17 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 	fmt.Fprintf(w, "targets: CPU/req <= 1.5x (1.3x for small prompts), req/s >= 0.8x; peak RSS is the process's high-water mark so far\n")
 	fmt.Fprintf(w, "machine: %s/%s, %d CPUs, %s; upstream: %s; load generated %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), *upstreamProto, *loadgen)
 	return nil
+}
+
+// spread is one ratio per round: the value for one round, else the median and
+// the range.
+func spread(v []float64) string {
+	if len(v) == 1 {
+		return fmt.Sprintf("%.2fx", v[0])
+	}
+	sorted := slices.Clone(v)
+	slices.Sort(sorted)
+	return fmt.Sprintf("%.2fx (%.2f-%.2f over %d rounds)", sorted[len(sorted)/2], sorted[0], sorted[len(sorted)-1], len(sorted))
 }
 
 // upstreamSetup returns the upstream's flags, the environment the floor and
