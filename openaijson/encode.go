@@ -286,10 +286,17 @@ func appendValue(b []byte, v *structpb.Value) []byte {
 
 const hex = "0123456789abcdef"
 
-// appendString writes s as a JSON string; invalid UTF-8 becomes U+FFFD. Plain
+// appendString writes s as a JSON string; invalid UTF-8 becomes U+FFFD.
+func appendString[T string | []byte](b []byte, s T) []byte {
+	b, _ = appendStr(b, s, false)
+	return b
+}
+
+// appendStr is appendString; with strict, invalid UTF-8 stops it instead (false:
+// a string protobuf-go would refuse, see TranscodeMessages). Plain
 // ASCII is read eight bytes at a time to the first byte to look at (stopMask),
 // UTF-8 is checked inline, and runs of plain text are copied in one append.
-func appendString(b []byte, s string) []byte {
+func appendStr[T string | []byte](b []byte, s T, strict bool) ([]byte, bool) {
 	b = append(b, '"')
 	start, i, n := 0, 0, len(s)
 	for i < n {
@@ -308,6 +315,9 @@ func appendString(b []byte, s string) []byte {
 			size := validLen(s, i)
 			switch {
 			case size == 0:
+				if strict {
+					return b, false
+				}
 				b = append(b, s[start:i]...)
 				b = append(b, `\ufffd`...)
 				i++
@@ -343,5 +353,5 @@ func appendString(b []byte, s string) []byte {
 		start = i
 	}
 	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, '"'), true
 }

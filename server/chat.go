@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/internal/codec"
 	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/openaijson"
 	"github.com/switchyard/switchyard/providers"
@@ -30,8 +31,9 @@ type chatService struct {
 
 // validate checks what every chat request needs before any upstream is called.
 // A conversation the REST surface kept as bytes (messages_json) was checked as
-// it was read (openaijson.UnmarshalChat); one a gRPC caller sent that way is
-// decoded here, and checked as messages is.
+// it was read (openaijson.UnmarshalChat), and one the gRPC codec wrote from a
+// caller's messages was made by Switchyard (codec.Transcoded); one a gRPC caller
+// sent as bytes is decoded here, and checked as messages is.
 func validate(ctx context.Context, req *pb.ChatCompletionRequest) error {
 	if req.GetModel() == "" {
 		return invalidRequest("model", "you must provide a model parameter")
@@ -41,7 +43,7 @@ func validate(ctx context.Context, req *pb.ChatCompletionRequest) error {
 		if len(msgs) > 0 {
 			return invalidRequest("messages_json", "set 'messages' or 'messages_json', not both")
 		}
-		if fromREST(ctx) {
+		if fromREST(ctx) || codec.Transcoded(req) { // bytes Switchyard checked or wrote itself
 			return validateOptions(req)
 		}
 		var err error

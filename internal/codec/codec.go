@@ -12,6 +12,15 @@
 // and anything unusual is left to proto.Unmarshal. A fuzz test holds the two to the
 // same answers.
 //
+// A chat request's conversation, when its messages have the common shape (role,
+// content as a string or null, name, tool_call_id, refusal), is not decoded at
+// all: it is written straight from its encoding as the upstream JSON, into
+// messages_json, and marked as the codec's own (Transcoded), so that it goes
+// upstream as the REST surface's checked bytes do — a long gRPC history then
+// costs one pass over its bytes, not a proto tree and its re-encoding
+// (BenchmarkLongHistoryToUpstreamJSON). Its meaning is protobuf-go's, which
+// FuzzUnmarshal holds it to, and its bytes the encoder's (FuzzTranscode).
+//
 // Two differences remain. On unmarshal, a message nested deeper than its JSON
 // form may be on the REST surface (openaijson.MaxDepth levels) is refused with
 // ErrTooDeep, however it would be decoded: protobuf-go would take 10000 levels,
@@ -33,6 +42,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/openaijson"
 )
 
@@ -114,6 +124,13 @@ func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	buf := data.MaterializeToBuffer(gatherPool) // overwritten whole: no need to clear it first
 	defer buf.Free()
 	b := buf.ReadOnlyData()
+	if req, ok := m.(*pb.ChatCompletionRequest); ok {
+		if transcoding && transcodeChat(b, req) {
+			return nil
+		}
+		proto.Reset(req)
+		defer dropMarks(req) // no caller-made transcodedMark
+	}
 	fast, err := check(b, m.ProtoReflect().Descriptor(), 0, 1)
 	if err != nil {
 		return err

@@ -66,6 +66,15 @@ func samples(t testing.TB) []proto.Message {
 		"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string"}}}}}],
 		"stream_options":{"include_usage":true},"top_k":5,"vendor":{"nested":[1,"two",{"three":null}]}}`), req))
 	out = append(out, req)
+	// A history of the shape the codec transcodes to JSON without decoding it.
+	history := &pb.ChatCompletionRequest{}
+	require.NoError(t, openaijson.Unmarshal([]byte(`{"model":"up/gpt-4o","stream":true,"messages":[
+		{"role":"system","content":"Be \"brief\".\n\tÜnïcödé ✓ 🚀 \u2028"},{"role":"user","content":"hi","name":"ann"},
+		{"role":"assistant","content":null,"refusal":""},{"role":"tool","content":"42","tool_call_id":"c1"},
+		{"role":"assistant","content":""}],"max_tokens":5}`), history))
+	empty := proto.Clone(history).(*pb.ChatCompletionRequest)
+	empty.Messages[1].Content = &structpb.Value{} // a Value with no kind: null as JSON
+	out = append(out, history, empty)
 	models, err := os.ReadFile(filepath.Join(corpus, "models.json"))
 	require.NoError(t, err)
 	list := &pb.ListModelsResponse{}
@@ -96,7 +105,7 @@ func TestUnmarshalGivesWhatProtobufGoGives(t *testing.T) {
 		std, err := proto.Marshal(m)
 		require.NoError(t, err)
 		got := m.ProtoReflect().New().Interface()
-		require.NoError(t, Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(std)}, got))
+		require.NoError(t, unmarshalAs(mem.BufferSlice{mem.SliceBuffer(std)}, got))
 		require.True(t, proto.Equal(m, got), "%T", m)
 	}
 }
@@ -112,7 +121,7 @@ func TestLargeMessagesUsePooledBuffers(t *testing.T) {
 	_, plain = small[0].(mem.SliceBuffer)
 	require.True(t, plain, "a small one is a plain slice")
 	got := &pb.ChatCompletionRequest{}
-	require.NoError(t, Codec{}.Unmarshal(data, got))
+	require.NoError(t, unmarshalAs(data, got))
 	data.Free()
 	require.True(t, proto.Equal(big, got))
 }
@@ -132,12 +141,12 @@ func TestInvalidUTF8IsRejectedLikeProtobufGo(t *testing.T) {
 	for name, data := range cases {
 		want := proto.Unmarshal(data, &pb.ChatCompletionRequest{})
 		require.Error(t, want, name)
-		err := Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, &pb.ChatCompletionRequest{})
+		err := unmarshalAs(mem.BufferSlice{mem.SliceBuffer(data)}, &pb.ChatCompletionRequest{})
 		require.EqualError(t, err, want.Error(), name)
 	}
 	unknown := str(9999, bad)
 	got := &pb.ChatCompletionRequest{}
-	require.NoError(t, Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(unknown)}, got))
+	require.NoError(t, unmarshalAs(mem.BufferSlice{mem.SliceBuffer(unknown)}, got))
 	require.Equal(t, unknown, []byte(got.ProtoReflect().GetUnknown()))
 }
 
@@ -162,7 +171,7 @@ func TestDeepNestingIsLeftToProtobufGo(t *testing.T) {
 	want := &pb.ChatCompletionRequest{}
 	require.NoError(t, proto.Unmarshal(data, want))
 	got := &pb.ChatCompletionRequest{}
-	require.NoError(t, Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, got))
+	require.NoError(t, unmarshalAs(mem.BufferSlice{mem.SliceBuffer(data)}, got))
 	require.True(t, proto.Equal(want, got))
 	require.True(t, proto.Equal(v, got.GetExtra().GetFields()["deep"]))
 }
@@ -214,7 +223,7 @@ func TestNestingPastTheJSONLimitIsRefused(t *testing.T) {
 				data, err := proto.Marshal(m)
 				require.NoError(t, err)
 				got := m.ProtoReflect().New().Interface()
-				err = Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, got)
+				err = unmarshalAs(mem.BufferSlice{mem.SliceBuffer(data)}, got)
 				if n <= openaijson.MaxDepth {
 					require.NoError(t, err)
 					require.True(t, proto.Equal(m, got))
@@ -237,7 +246,7 @@ func TestVeryDeepMessageIsRefusedCheaply(t *testing.T) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		err := Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, &pb.ChatCompletionRequest{})
+		err := unmarshalAs(mem.BufferSlice{mem.SliceBuffer(data)}, &pb.ChatCompletionRequest{})
 		runtime.ReadMemStats(&after)
 		require.ErrorIs(t, err, ErrTooDeep, "%d levels", levels)
 		allocated := after.TotalAlloc - before.TotalAlloc
@@ -300,7 +309,7 @@ func TestWrongWireTypeIsAnUnknownField(t *testing.T) {
 	data = append(data, str(1, "up/gpt-4o")...)
 	want, got := &pb.ChatCompletionRequest{}, &pb.ChatCompletionRequest{}
 	require.NoError(t, proto.Unmarshal(data, want))
-	require.NoError(t, Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, got))
+	require.NoError(t, unmarshalAs(mem.BufferSlice{mem.SliceBuffer(data)}, got))
 	require.True(t, proto.Equal(want, got))
 	require.Equal(t, "up/gpt-4o", got.GetModel())
 }
@@ -314,7 +323,7 @@ func TestOtherMessagesUseTheStandardCodec(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(a.Materialize(), b.Materialize()))
 	got := &healthpb.HealthCheckResponse{}
-	require.NoError(t, Codec{}.Unmarshal(a, got))
+	require.NoError(t, unmarshalAs(a, got))
 	require.Equal(t, healthpb.HealthCheckResponse_SERVING, got.Status)
 	require.Equal(t, "proto", Codec{}.Name())
 }
@@ -339,7 +348,7 @@ func FuzzUnmarshal(f *testing.F) {
 			want := m.ProtoReflect().New().Interface()
 			wantErr := proto.Unmarshal(data, want)
 			got := m.ProtoReflect().New().Interface()
-			err := Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, got)
+			err := unmarshalAs(mem.BufferSlice{mem.SliceBuffer(data)}, got)
 			// The one difference: past openaijson.MaxDepth (as the JSON form nests;
 			// openaijson writes a repeated scalar's or an empty list's array, which
 			// the codec does not count, hence the one level of slack).
@@ -503,4 +512,21 @@ func TestMarshalAllocations(t *testing.T) {
 		})
 		require.LessOrEqual(t, allocs, 3.0, "%T", m)
 	}
+}
+
+// unmarshalAs is Codec.Unmarshal with a conversation the codec transcoded to
+// JSON (Transcoded) decoded back into messages, for comparing with what
+// protobuf-go decodes: the same request, whichever form it holds its messages in.
+func unmarshalAs(data mem.BufferSlice, m any) error {
+	if err := (Codec{}).Unmarshal(data, m); err != nil {
+		return err
+	}
+	if req, ok := m.(*pb.ChatCompletionRequest); ok && Transcoded(req) {
+		msgs, err := openaijson.Messages(req)
+		if err != nil {
+			return fmt.Errorf("transcoded messages do not decode: %w (%s)", err, req.MessagesJson)
+		}
+		req.Messages, req.MessagesJson = msgs, nil
+	}
+	return nil
 }

@@ -1,0 +1,149 @@
+package codec
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/openaijson"
+)
+
+// messagesJSON is the JSON array the encoder writes for msgs.
+func messagesJSON(msgs []*pb.ChatMessage) string {
+	b := []byte{'['}
+	for i, m := range msgs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = openaijson.Append(b, m)
+	}
+	return string(append(b, ']'))
+}
+
+// sameUpstreamBytes: when the codec transcodes a request's messages, the JSON is
+// byte for byte what encoding the messages protobuf-go decodes would give.
+func sameUpstreamBytes(t *testing.T, data []byte) {
+	t.Helper()
+	got := &pb.ChatCompletionRequest{}
+	if err := (Codec{}).Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, got); err != nil || !Transcoded(got) {
+		return
+	}
+	want := &pb.ChatCompletionRequest{}
+	require.NoError(t, proto.Unmarshal(data, want), "transcoded bytes protobuf-go refuses")
+	require.Equal(t, messagesJSON(want.Messages), string(got.MessagesJson))
+	require.Empty(t, got.Messages)
+}
+
+func TestTranscodedMessagesAreTheEncodersBytes(t *testing.T) {
+	text := func(role, content string) *pb.ChatMessage {
+		return &pb.ChatMessage{Role: role, Content: structpb.NewStringValue(content)}
+	}
+	name, empty := "ann", ""
+	cases := map[string]struct {
+		req        *pb.ChatCompletionRequest
+		transcoded bool
+	}{
+		"text turns": {&pb.ChatCompletionRequest{Model: "m", Messages: []*pb.ChatMessage{text("system", "be \"brief\"\n\t\u2028 ✓"), text("user", "hi")}}, true},
+		"null content, name, tool_call_id, refusal": {&pb.ChatCompletionRequest{Model: "m", Messages: []*pb.ChatMessage{
+			{Role: "assistant", Content: structpb.NewNullValue(), Refusal: &empty}, {Role: "tool", Content: structpb.NewStringValue("4"), ToolCallId: &name},
+			{Role: "user", Name: &name}}}, true},
+		"content parts: decoded": {&pb.ChatCompletionRequest{Model: "m", Messages: []*pb.ChatMessage{{Role: "user",
+			Content: structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{structpb.NewStringValue("x")}})}}}, false},
+		"tool calls: decoded": {&pb.ChatCompletionRequest{Model: "m", Messages: []*pb.ChatMessage{{Role: "assistant",
+			ToolCalls: []*pb.ToolCall{{Id: &name}}}}}, false},
+		"unknown members: decoded": {&pb.ChatCompletionRequest{Model: "m", Messages: []*pb.ChatMessage{{Role: "assistant",
+			Extra: &structpb.Struct{Fields: map[string]*structpb.Value{"reasoning_content": structpb.NewStringValue("r")}}}}}, false},
+		"an empty role: decoded, for its error":  {&pb.ChatCompletionRequest{Model: "m", Messages: []*pb.ChatMessage{text("", "x")}}, false},
+		"messages_json from the caller: decoded": {&pb.ChatCompletionRequest{Model: "m", MessagesJson: []byte(`[{"role":"user","content":"x"}]`)}, false},
+		"no messages":                            {&pb.ChatCompletionRequest{Model: "m"}, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			data, err := proto.Marshal(tc.req)
+			require.NoError(t, err)
+			got := &pb.ChatCompletionRequest{}
+			require.NoError(t, (Codec{}).Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, got))
+			require.Equal(t, tc.transcoded, Transcoded(got))
+			require.False(t, Transcoded(got), "the mark comes off")
+			if !tc.transcoded {
+				require.True(t, proto.Equal(tc.req, got))
+			}
+			sameUpstreamBytes(t, data)
+		})
+	}
+}
+
+// A caller cannot make its own messages_json pass for the codec's: a mark it
+// sends is dropped.
+func TestTheMarkCannotBeForged(t *testing.T) {
+	for name, req := range map[string]*pb.ChatCompletionRequest{
+		"with messages_json": {Model: "m", MessagesJson: []byte(`[{"role":"user","content":"x"}],"model":"o1-pro"`)},
+		"with messages":      {Model: "m", Messages: []*pb.ChatMessage{{Role: "user", Content: structpb.NewStringValue("x")}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			data, err := proto.Marshal(req)
+			require.NoError(t, err)
+			data = append(data, transcodedMark...)
+			data = protowire.AppendVarint(protowire.AppendTag(data, 9999, protowire.VarintType), 3) // another unknown field, kept
+			got := &pb.ChatCompletionRequest{}
+			require.NoError(t, (Codec{}).Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, got))
+			require.Equal(t, len(req.MessagesJson) == 0, Transcoded(got), "only the codec's own JSON is marked")
+			require.NotContains(t, string(got.ProtoReflect().GetUnknown()), string(transcodedMark[:5]), "the forged mark is gone")
+			require.Contains(t, string(got.ProtoReflect().GetUnknown()), string(protowire.AppendTag(nil, 9999, protowire.VarintType)),
+				"other unknown fields are kept")
+		})
+	}
+}
+
+func FuzzTranscode(f *testing.F) {
+	for _, m := range samples(f) {
+		data, _ := proto.Marshal(m)
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { sameUpstreamBytes(t, data) })
+}
+
+// BenchmarkLongHistoryToUpstreamJSON is what a gRPC caller's long history costs
+// from the received bytes to the upstream JSON body: the codec, then the
+// encoder's pieces, with the conversation transcoded or decoded in full.
+func BenchmarkLongHistoryToUpstreamJSON(b *testing.B) {
+	const turn = "The \"gateway\" forwards each request\tto its target; when the target fails, " +
+		"it retries with backoff and jitter,\nthen fails over to the next one in the chain. " +
+		"Café, naïve, 漢字, ✓. Numbers: 3.14159, 2.71828; paths: C:\\tmp\\x.json. "
+	for _, kb := range []int{64, 512} {
+		req := &pb.ChatCompletionRequest{Model: "m"}
+		for size := 0; size < kb<<10; size += 4 * len(turn) {
+			req.Messages = append(req.Messages, &pb.ChatMessage{Role: "user", Content: structpb.NewStringValue(strings.Repeat(turn, 4))})
+		}
+		data, err := proto.Marshal(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, mode := range []struct {
+			name string
+			on   bool
+		}{{"transcoded", true}, {"decoded", false}} {
+			b.Run(strconv.Itoa(kb)+"KB/"+mode.name, func(b *testing.B) {
+				transcoding = mode.on
+				defer func() { transcoding = true }()
+				b.SetBytes(int64(len(data)))
+				b.ReportAllocs()
+				for b.Loop() {
+					got := &pb.ChatCompletionRequest{}
+					if err := (Codec{}).Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, got); err != nil {
+						b.Fatal(err)
+					}
+					size := got.SizeVT() - len(got.MessagesJson) // as providers/openai sizes the body
+					_ = openaijson.AppendPieces(make([]byte, 0, size+size/8+512), got)
+				}
+			})
+		}
+	}
+}
