@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"sync"
 	"time"
 
@@ -166,9 +167,16 @@ func hedge[T any](r *Router, ctx context.Context, c *chain, first int, call Call
 		r.record(routes[res.i], res.err)
 		switch {
 		case won != nil:
-			// The loser, cancelled: whatever it produced is dropped.
-			if res.err == nil && drop != nil {
-				drop(res.v)
+			// The loser, cancelled: whatever it produced is dropped — but an answer it
+			// produced anyway was billed: its usage goes to the trace, for the ledger.
+			if res.err == nil {
+				if u, ok := any(res.v).(interface{ GetUsage() *pb.Usage }); ok && u.GetUsage() != nil && call.Trace != nil {
+					call.Trace.Lost = append(call.Trace.Lost, CutUsage{Route: routes[res.i],
+						PromptTokens: int64(u.GetUsage().GetPromptTokens()), CompletionTokens: int64(u.GetUsage().GetCompletionTokens())})
+				}
+				if drop != nil {
+					drop(res.v)
+				}
 			}
 		case res.err == nil:
 			won = &res

@@ -193,3 +193,40 @@ func TestHedgesAreCapped(t *testing.T) {
 	pc, pcancel := p.counts()
 	require.Equal(t, []int{20, 2}, []int{pc, pcancel})
 }
+
+// stubbornProvider answers even when cancelled, with usage: an upstream that
+// finished the work before it saw the cancellation (and billed it).
+type stubbornProvider struct{ gateProvider }
+
+func (s *stubbornProvider) Chat(ctx context.Context, req *providers.Request) (*pb.ChatCompletion, error) {
+	<-ctx.Done()
+	return &pb.ChatCompletion{Model: s.name, Usage: &pb.Usage{PromptTokens: 100, CompletionTokens: 7}}, nil
+}
+
+// TestHedgeLoserThatAnsweredIsInTheTrace: the losing side of a hedge that
+// answered anyway has its answer dropped, and its usage in the trace (its
+// upstream billed it); the winner's answer is the call's.
+func TestHedgeLoserThatAnsweredIsInTheTrace(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{}, 1)
+	p := &stubbornProvider{gateProvider{name: "p", slow: true, release: release}}
+	b := &gateProvider{name: "b", release: release}
+	var targets []Target
+	for _, g := range []providers.Provider{p, b} {
+		targets = append(targets, Target{Provider: g, Guard: resilience.NewGuard(resilience.GuardConfig{Provider: g.Name(),
+			Retry: resilience.DefaultRetry(), Breaker: resilience.DefaultBreaker()})})
+	}
+	r := New(slog.New(slog.NewTextHandler(io.Discard, nil)), targets)
+	r.Discover(context.Background(), 0)
+	r.SetClock(hedgeClock{fire: true})
+	vm := chainVM("chat", StrategyFailover, "p/m", "b/m")
+	vm.HedgeAfter = time.Second
+	require.NoError(t, r.SetVirtualModels([]VirtualModel{vm}))
+	var trace Trace
+	resp, route, err := r.Chat(context.Background(), &pb.ChatCompletionRequest{Model: "chat"}, Call{Trace: &trace})
+	require.NoError(t, err)
+	require.Equal(t, "b", resp.GetModel(), "the backup won")
+	require.Equal(t, Route{"b", "m"}, route)
+	require.True(t, trace.Hedged)
+	require.Equal(t, []CutUsage{{Route: Route{"p", "m"}, PromptTokens: 100, CompletionTokens: 7}}, trace.Lost)
+}

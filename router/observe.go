@@ -47,6 +47,10 @@ type Trace struct {
 	// the answer. The last part's usage is the stream's own (summed with what the
 	// cut parts reported, as the client sees it).
 	Cut []CutUsage
+	// Lost lists the usage of a hedge's losing side that answered anyway (its
+	// answer was dropped, but its upstream billed it). A loser cancelled before it
+	// answered is not here: what it was billed, if anything, is unknown.
+	Lost []CutUsage
 	// LastPart, set once Cut is not empty, reports the usage of the part that
 	// ended the stream (ask it after the stream ended), like Cut's: its own if it
 	// reported one, else estimated.

@@ -143,6 +143,7 @@ func (r *report) record(ctx context.Context, method string, httpStatus int, err 
 	if len(r.trace.Cut) > 0 && r.trace.LastPart != nil {
 		billParts(&rec, r.trace.Cut, r.trace.LastPart())
 	}
+	billLost(&rec, r.trace.Lost)
 	if err != nil {
 		rec.ErrorCode = errorCode(err)
 	}
@@ -174,6 +175,27 @@ func billParts(rec *usage.Record, cut []router.CutUsage, lastPart router.CutUsag
 	}
 	bill(rec.Attempts, taken, rec.Provider+"/"+rec.TargetModel, last)
 	rec.Tokens = total.Plus(last)
+}
+
+// billLost adds the usage of a hedge's losing side that answered anyway to the
+// record, on its attempt (outcome hedge_lost), priced at its own target.
+func billLost(rec *usage.Record, lost []router.CutUsage) {
+	if len(lost) == 0 {
+		return
+	}
+	final := rec.Provider + "/" + rec.TargetModel
+	for _, l := range lost {
+		tk := usage.Tokens{Prompt: l.PromptTokens, Completion: l.CompletionTokens}
+		target := l.Route.String()
+		for i := len(rec.Attempts) - 1; i >= 0; i-- { // the loser ended after the winner
+			a := &rec.Attempts[i]
+			if a.Tokens == nil && a.Outcome == "ok" && a.Target == target && target != final {
+				a.Tokens, a.Outcome = &tk, "hedge_lost"
+				rec.Tokens = rec.Tokens.Plus(tk)
+				break
+			}
+		}
+	}
 }
 
 // bill puts tk on the first successful attempt at target not billed yet (the

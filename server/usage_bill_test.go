@@ -69,3 +69,16 @@ func TestBillParts(t *testing.T) {
 		})
 	}
 }
+
+// TestBillLost: a hedge's losing side that answered anyway is billed on its own
+// attempt (hedge_lost) and added to the record; the winner's attempt is left to
+// the record's own usage.
+func TestBillLost(t *testing.T) {
+	rec := &usage.Record{Provider: "b", TargetModel: "m", Tokens: usage.Tokens{Prompt: 17, Completion: 4},
+		Attempts: []usage.Attempt{{Target: "b/m", Outcome: "ok"}, {Target: "p/m", Outcome: "ok"}}}
+	billLost(rec, []router.CutUsage{{Route: router.Route{Provider: "p", Model: "m"}, PromptTokens: 100, CompletionTokens: 7}})
+	require.Nil(t, rec.Attempts[0].Tokens, "the winner: the record's own usage")
+	require.Equal(t, "hedge_lost", rec.Attempts[1].Outcome)
+	require.Equal(t, &usage.Tokens{Prompt: 100, Completion: 7}, rec.Attempts[1].Tokens)
+	require.Equal(t, usage.Tokens{Prompt: 117, Completion: 11}, rec.Tokens)
+}

@@ -2896,8 +2896,9 @@ type UsageAttempt struct {
 	// The attempt's duration, milliseconds.
 	LatencyMs float64 `protobuf:"fixed64,4,opt,name=latency_ms,proto3" json:"latency_ms,omitempty"`
 	// Set on the parts of a stream cut on one target (outcome stream_cut) and
-	// continued on another: what each part's upstream billed, and its cost at its
-	// own target's price (unset: no price). The record's tokens are their sum.
+	// continued on another, and on a hedge's losing side that answered anyway
+	// (outcome hedge_lost): what that attempt's upstream billed, and its cost at
+	// its own target's price (unset: no price). The record's tokens include them.
 	PromptTokens     *int64   `protobuf:"varint,5,opt,name=prompt_tokens,proto3,oneof" json:"prompt_tokens,omitempty"`
 	CompletionTokens *int64   `protobuf:"varint,6,opt,name=completion_tokens,proto3,oneof" json:"completion_tokens,omitempty"`
 	CostUsd          *float64 `protobuf:"fixed64,7,opt,name=cost_usd,proto3,oneof" json:"cost_usd,omitempty"`

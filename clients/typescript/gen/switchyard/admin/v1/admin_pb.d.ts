@@ -1636,8 +1636,9 @@ export declare type UsageAttempt = Message<"switchyard.admin.v1.UsageAttempt"> &
 
   /**
    * Set on the parts of a stream cut on one target (outcome stream_cut) and
-   * continued on another: what each part's upstream billed, and its cost at its
-   * own target's price (unset: no price). The record's tokens are their sum.
+   * continued on another, and on a hedge's losing side that answered anyway
+   * (outcome hedge_lost): what that attempt's upstream billed, and its cost at
+   * its own target's price (unset: no price). The record's tokens include them.
    *
    * @generated from field: optional int64 prompt_tokens = 5 [json_name = "prompt_tokens"];
    */
