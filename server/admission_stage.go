@@ -54,6 +54,7 @@ type admission struct {
 	key    *keys.Key // nil: master key, or no key needed
 	done   bool      // the model was admitted (or refused)
 	est    int       // the admission estimate of the call's tokens
+	prompt int       // its prompt part (the request's size at ~4 bytes a token)
 	grant  *limits.Grant
 }
 
@@ -80,7 +81,7 @@ func (s *admissionStage) enter(ctx context.Context, method string) (context.Cont
 	if err == nil && method == passthroughMethod {
 		// A passthrough call reaches a provider's whole API: only a key allowed
 		// every model ("*") may make it, within its limits.
-		err = admitModel(ctx, keys.All, 0)
+		err = admitModel(ctx, keys.All, 0, 0)
 	}
 	return ctx, a, err
 }
@@ -129,17 +130,18 @@ func admitRequest(ctx context.Context, req any) error {
 	if c, ok := req.(*pb.ChatCompletionRequest); ok {
 		completion = int(max(c.GetMaxCompletionTokens(), c.GetMaxTokens()))
 	}
-	return admitModel(ctx, r.GetModel(), limits.EstimateTokens(size, completion))
+	return admitModel(ctx, r.GetModel(), limits.EstimateTokens(size, completion), limits.EstimateTokens(size, 0))
 }
 
 // admitModel is the key and limits steps for a call to model, estimated at est
-// tokens: once per call, before any upstream call. The master key passes both.
-func admitModel(ctx context.Context, model string, est int) error {
+// tokens (prompt of them its prompt): once per call, before any upstream call.
+// The master key passes both.
+func admitModel(ctx context.Context, model string, est, prompt int) error {
 	a := admissionOf(ctx)
 	if a == nil || a.done {
 		return nil
 	}
-	a.done, a.est = true, est
+	a.done, a.est, a.prompt = true, est, prompt
 	if rep := reportOf(ctx); rep.model == "" && model != keys.All {
 		rep.model = model // a refusal here is answered, so it is logged and recorded with its model
 	}

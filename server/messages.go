@@ -115,7 +115,8 @@ func (s messagesService) start(ctx context.Context, req messageRequest) (*report
 		return rep, call, surfaceError(req.err)
 	}
 	rep.model = req.head.Model
-	if err := admitModel(ctx, req.head.Model, limits.EstimateTokens(len(req.body), req.head.MaxTokens)); err != nil { // the admission stage's model steps
+	if err := admitModel(ctx, req.head.Model, limits.EstimateTokens(len(req.body), req.head.MaxTokens),
+		limits.EstimateTokens(len(req.body), 0)); err != nil { // the admission stage's model steps
 		return rep, call, err
 	}
 	if a := admissionOf(ctx); a != nil {

@@ -135,8 +135,8 @@ func (r *report) record(ctx context.Context, method string, httpStatus int, err 
 		// The upstream reported no usage — it answered without it, or its stream
 		// was cut after it began (the upstream still bills it): the admission
 		// estimate stands in, marked.
-		if a := admissionOf(ctx); a != nil && a.est > 0 {
-			tk = usage.Tokens{Prompt: int64(a.est), Estimated: true}
+		if a := admissionOf(ctx); a != nil && a.prompt > 0 {
+			tk = usage.Tokens{Prompt: int64(a.prompt), Estimated: true} // the prompt; what was streamed is unknown here
 		}
 	}
 	rec.Tokens = tk
