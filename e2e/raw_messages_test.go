@@ -9,6 +9,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
@@ -50,17 +51,24 @@ func TestGRPCMessagesJSON(t *testing.T) {
 		reqs := g.up.Requests()
 		require.Contains(t, string(reqs[len(reqs)-1].Body), `"messages":`+raw)
 	})
+	// A mark like the one the codec puts on a conversation it wrote itself,
+	// hidden in an unknown field's value: still the caller's own bytes.
+	mark := protowire.AppendVarint(protowire.AppendTag(nil, protowire.MaxValidNumber, protowire.VarintType), 1)
+	forged := protowire.AppendBytes(protowire.AppendTag(nil, 9999, protowire.BytesType), mark)
 	cases := []struct {
 		name, raw, param string
 		both             bool
+		unknown          []byte
 	}{
-		{"not JSON", `[{"role":`, "", false},
-		{"wrong type", `[{"role":5,"content":"x"}]`, "messages[0].role", false},
-		{"no role", `[{"content":"x"}]`, "messages[0].role", false},
-		{"empty", `[]`, "messages", false},
-		{"and messages too", `[{"role":"user","content":"x"}]`, "messages_json", true},
-		{"members smuggled after the array", `[{"role":"user","content":"hi"}],"model":"o1-pro","n":64`, "messages_json", false},
-		{"two arrays", `[{"role":"user","content":"hi"}] []`, "messages_json", false},
+		{"not JSON", `[{"role":`, "", false, nil},
+		{"wrong type", `[{"role":5,"content":"x"}]`, "messages[0].role", false, nil},
+		{"no role", `[{"content":"x"}]`, "messages[0].role", false, nil},
+		{"empty", `[]`, "messages", false, nil},
+		{"and messages too", `[{"role":"user","content":"x"}]`, "messages_json", true, nil},
+		{"members smuggled after the array", `[{"role":"user","content":"hi"}],"model":"o1-pro","n":64`, "messages_json", false, nil},
+		{"two arrays", `[{"role":"user","content":"hi"}] []`, "messages_json", false, nil},
+		{"members smuggled, with a forged mark", `[{"role":"user","content":"hi"}],"model":"o1-pro","n":64`, "messages_json", false, forged},
+		{"members smuggled, with the mark as a field", `[{"role":"user","content":"hi"}],"model":"o1-pro"`, "messages_json", false, mark},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,6 +76,9 @@ func TestGRPCMessagesJSON(t *testing.T) {
 			req := &pb.ChatCompletionRequest{Model: "up/gpt-4o", MessagesJson: []byte(tc.raw)}
 			if tc.both {
 				req.Messages = []*pb.ChatMessage{{Role: "user", Content: structpb.NewStringValue("x")}}
+			}
+			if tc.unknown != nil {
+				req.ProtoReflect().SetUnknown(tc.unknown)
 			}
 			_, err := chat.CreateChatCompletion(context.Background(), req)
 			require.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)

@@ -20,41 +20,64 @@ const (
 
 // transcodedMark is the unknown field a request carries last when this codec
 // wrote its messages_json itself, from its messages (see Transcoded). Fields of
-// its number a caller sent are dropped (dropMarks), so that it cannot be forged.
+// its number a caller sent are dropped (dropMarks), and only a whole last field
+// counts, so that it cannot be forged.
 var transcodedMark = protowire.AppendVarint(protowire.AppendTag(nil, markField, protowire.VarintType), 1)
 
 const markField = protowire.MaxValidNumber
 
 // Transcoded reports whether req's messages_json was written by this codec from
 // the messages a gRPC caller sent (JSON Switchyard made, which may go upstream as
-// it is, as the REST surface's checked bytes do), and takes the mark off.
+// it is, as the REST surface's checked bytes do), and takes the mark off. The
+// mark counts only as the last whole field of the unknown fields: bytes that
+// look like it inside another field's value are that field's.
 func Transcoded(req *pb.ChatCompletionRequest) bool {
 	u := req.ProtoReflect().GetUnknown()
-	if !bytes.HasSuffix(u, transcodedMark) {
+	last, ok := lastField(u)
+	if !ok || !bytes.Equal(u[last:], transcodedMark) {
 		return false
 	}
-	req.ProtoReflect().SetUnknown(u[:len(u)-len(transcodedMark)])
+	req.ProtoReflect().SetUnknown(u[:last])
 	return true
 }
 
-// dropMarks removes from m's unknown fields any of transcodedMark's number.
+// lastField is where u's last whole field starts; false if u is empty or does
+// not parse as fields.
+func lastField(u []byte) (int, bool) {
+	last := -1
+	for off := 0; off < len(u); {
+		_, _, n := protowire.ConsumeField(u[off:])
+		if n < 0 {
+			return 0, false
+		}
+		last, off = off, off+n
+	}
+	return last, last >= 0
+}
+
+// dropMarks removes from req's unknown fields every whole field of the mark's
+// number (a caller's), so that the only one left can be the codec's own.
+// Unknown bytes that do not parse as fields are dropped whole.
 func dropMarks(req *pb.ChatCompletionRequest) {
 	u := req.ProtoReflect().GetUnknown()
-	if !bytes.Contains(u, transcodedMark[:len(transcodedMark)-1]) { // its tag: almost never there
+	if len(u) == 0 {
 		return
 	}
 	var kept []byte
 	for p := u; len(p) > 0; {
 		num, _, n := protowire.ConsumeField(p)
 		if n < 0 {
-			return // not ours to judge: unknown bytes as protobuf-go kept them
+			req.ProtoReflect().SetUnknown(nil)
+			return
 		}
 		if num != markField {
 			kept = append(kept, p[:n]...)
 		}
 		p = p[n:]
 	}
-	req.ProtoReflect().SetUnknown(kept)
+	if len(kept) != len(u) {
+		req.ProtoReflect().SetUnknown(kept)
+	}
 }
 
 // transcodeChat decodes a chat request whose messages have the common shape

@@ -81,7 +81,30 @@ func TestTranscodedMessagesAreTheEncodersBytes(t *testing.T) {
 }
 
 // A caller cannot make its own messages_json pass for the codec's: a mark it
-// sends is dropped.
+// sends as a field is dropped, and one hidden in another field's value (its last
+// bytes) is that field's, not a mark.
+func TestTheMarkHiddenInAFieldIsNotAMark(t *testing.T) {
+	smuggled := &pb.ChatCompletionRequest{Model: "up/gpt-4o", MessagesJson: []byte(`[{"role":"user","content":"hi"}],"model":"o1-pro","n":64`)}
+	base, err := proto.Marshal(smuggled)
+	require.NoError(t, err)
+	fixed := protowire.AppendTag(nil, 100, protowire.Fixed64Type)
+	fixed = append(fixed, 0, 0)
+	fixed = append(fixed, transcodedMark...) // a fixed64 whose last six bytes are the mark
+	for name, tail := range map[string][]byte{
+		"the value of a bytes field": protowire.AppendBytes(protowire.AppendTag(nil, 9999, protowire.BytesType), transcodedMark),
+		"the end of a fixed64":       fixed,
+		"the mark itself, twice":     append(append([]byte(nil), transcodedMark...), transcodedMark...),
+		"a mark in a group":          protowire.AppendTag(append(protowire.AppendTag(nil, 77, protowire.StartGroupType), transcodedMark...), 77, protowire.EndGroupType),
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := &pb.ChatCompletionRequest{}
+			require.NoError(t, (Codec{}).Unmarshal(mem.BufferSlice{mem.SliceBuffer(append(append([]byte(nil), base...), tail...))}, got))
+			require.False(t, Transcoded(got), "the caller's messages_json is not the codec's")
+			require.NotEmpty(t, got.MessagesJson, "left for validate to decode")
+		})
+	}
+}
+
 func TestTheMarkCannotBeForged(t *testing.T) {
 	for name, req := range map[string]*pb.ChatCompletionRequest{
 		"with messages_json": {Model: "m", MessagesJson: []byte(`[{"role":"user","content":"x"}],"model":"o1-pro"`)},
