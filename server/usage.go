@@ -136,7 +136,12 @@ func (r *report) record(ctx context.Context, method string, httpStatus int, err 
 		// was cut after it began (the upstream still bills it): the admission
 		// estimate stands in, marked.
 		if a := admissionOf(ctx); a != nil && a.prompt > 0 {
-			tk = usage.Tokens{Prompt: int64(a.prompt), Estimated: true} // the prompt; what was streamed is unknown here
+			// The prompt from the request's size; a stream that started was billed
+			// some completion too, at most the cap the request set.
+			tk = usage.Tokens{Prompt: int64(a.prompt), Estimated: true}
+			if u.ttft > 0 {
+				tk.Completion = int64(max(a.est-a.prompt, 0))
+			}
 		}
 	}
 	rec.Tokens = tk
@@ -187,13 +192,19 @@ func billLost(rec *usage.Record, lost []router.CutUsage) {
 	for _, l := range lost {
 		tk := usage.Tokens{Prompt: l.PromptTokens, Completion: l.CompletionTokens}
 		target := l.Route.String()
-		for i := len(rec.Attempts) - 1; i >= 0; i-- { // the loser ended after the winner
+		winner := target == final // the first success there is the winner's: skip it
+		for i := range rec.Attempts {
 			a := &rec.Attempts[i]
-			if a.Tokens == nil && a.Outcome == "ok" && a.Target == target && target != final {
-				a.Tokens, a.Outcome = &tk, "hedge_lost"
-				rec.Tokens = rec.Tokens.Plus(tk)
-				break
+			if a.Tokens != nil || a.Outcome != "ok" || a.Target != target {
+				continue
 			}
+			if winner {
+				winner = false
+				continue
+			}
+			a.Tokens, a.Outcome = &tk, "hedge_lost"
+			rec.Tokens = rec.Tokens.Plus(tk)
+			break
 		}
 	}
 }

@@ -81,4 +81,13 @@ func TestBillLost(t *testing.T) {
 	require.Equal(t, "hedge_lost", rec.Attempts[1].Outcome)
 	require.Equal(t, &usage.Tokens{Prompt: 100, Completion: 7}, rec.Attempts[1].Tokens)
 	require.Equal(t, usage.Tokens{Prompt: 117, Completion: 11}, rec.Tokens)
+
+	// A chain that lists the same target twice: the winner's success there is
+	// skipped, the loser's billed.
+	same := &usage.Record{Provider: "b", TargetModel: "m", Tokens: usage.Tokens{Prompt: 17, Completion: 4},
+		Attempts: []usage.Attempt{{Target: "b/m", Outcome: "ok"}, {Target: "b/m", Outcome: "ok"}}}
+	billLost(same, []router.CutUsage{{Route: router.Route{Provider: "b", Model: "m"}, PromptTokens: 100, CompletionTokens: 7}})
+	require.Nil(t, same.Attempts[0].Tokens)
+	require.Equal(t, "hedge_lost", same.Attempts[1].Outcome)
+	require.Equal(t, usage.Tokens{Prompt: 117, Completion: 11}, same.Tokens)
 }

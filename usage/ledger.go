@@ -38,11 +38,12 @@ func (l *Ledger) Record(r *Record) {
 
 // price is what r cost: its tokens at its final target's price, or, when its
 // attempts carry their own tokens (a stream cut on one target and continued on
-// another), each attempt at its own target's price plus what is left at the final
-// target's. nil when any billed part has no price: a sum that leaves one out would
-// be a made-up number.
+// another, a hedge's losing side that answered), each attempt at its own
+// target's price plus what is left at the final target's. A part without a price
+// adds nothing (its attempt's cost stays nil); nil when no part has one — never
+// a made-up number.
 func (l *Ledger) price(r *Record) *float64 {
-	rest, sum, priced, billed := r.Tokens, 0.0, true, false
+	rest, sum, priced, billed := r.Tokens, 0.0, false, false
 	for i := range r.Attempts {
 		a := &r.Attempts[i]
 		if a.Tokens == nil {
@@ -50,10 +51,8 @@ func (l *Ledger) price(r *Record) *float64 {
 		}
 		billed = true
 		provider, model, _ := strings.Cut(a.Target, "/")
-		if a.CostUSD = l.prices.cost(provider, model, *a.Tokens); a.CostUSD == nil {
-			priced = false
-		} else {
-			sum += *a.CostUSD
+		if a.CostUSD = l.prices.cost(provider, model, *a.Tokens); a.CostUSD != nil {
+			sum, priced = sum+*a.CostUSD, true
 		}
 		rest = rest.Minus(*a.Tokens)
 	}
@@ -61,10 +60,8 @@ func (l *Ledger) price(r *Record) *float64 {
 		return l.prices.cost(r.Provider, r.TargetModel, r.Tokens)
 	}
 	if rest.Total() > 0 {
-		if c := l.prices.cost(r.Provider, r.TargetModel, rest); c == nil {
-			priced = false
-		} else {
-			sum += *c
+		if c := l.prices.cost(r.Provider, r.TargetModel, rest); c != nil {
+			sum, priced = sum+*c, true
 		}
 	}
 	if !priced {

@@ -211,8 +211,8 @@ func TestLedgerPricesLikeLookup(t *testing.T) {
 // TestCostPerBilledAttempt: a record whose attempts carry their own tokens (a
 // stream cut on one target and continued on another) is priced attempt by
 // attempt at each target's price; what the attempts do not cover is priced at the
-// final target; one unpriced part makes the whole cost unknown (nil), never a
-// partial sum passed off as the cost.
+// final target; a part without a price adds nothing (its attempt's cost is nil),
+// and with no part priced there is no cost (nil), never a made-up number.
 func TestCostPerBilledAttempt(t *testing.T) {
 	t.Parallel()
 	prices := usage.Prices{"a/m": {Input: 1, Output: 2}, "b/m": {Input: 10, Output: 20}}
@@ -231,8 +231,10 @@ func TestCostPerBilledAttempt(t *testing.T) {
 			tokens: usage.Tokens{Prompt: 2e6, Completion: 1e6}, final: "b", want: ptr(13.0), parts: []*float64{ptr(3.0), ptr(10.0)}},
 		{name: "the rest at the final target", attempts: []usage.Attempt{{Target: "a/m", Tokens: tk(1e6, 0)}, {Target: "b/m"}},
 			tokens: usage.Tokens{Prompt: 1e6, Completion: 1e6}, final: "b", want: ptr(21.0), parts: []*float64{ptr(1.0), nil}},
-		{name: "an unpriced part: no cost", attempts: []usage.Attempt{{Target: "c/m", Tokens: tk(5, 5)}, {Target: "a/m", Tokens: tk(1e6, 0)}},
-			tokens: usage.Tokens{Prompt: 1e6 + 5, Completion: 5}, final: "a", want: nil, parts: []*float64{nil, ptr(1.0)}},
+		{name: "an unpriced part adds nothing", attempts: []usage.Attempt{{Target: "c/m", Tokens: tk(5, 5)}, {Target: "a/m", Tokens: tk(1e6, 0)}},
+			tokens: usage.Tokens{Prompt: 1e6 + 5, Completion: 5}, final: "a", want: ptr(1.0), parts: []*float64{nil, ptr(1.0)}},
+		{name: "no part priced: no cost", attempts: []usage.Attempt{{Target: "c/m", Tokens: tk(5, 5)}, {Target: "d/m"}},
+			tokens: usage.Tokens{Prompt: 10, Completion: 10}, final: "d", want: nil, parts: []*float64{nil, nil}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
