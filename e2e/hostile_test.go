@@ -75,7 +75,9 @@ func TestHostileRESTInput(t *testing.T) {
 			resp := post(t, url, tc.body, tc.header...)
 			elapsed := time.Since(start)
 			require.Equal(t, tc.status, resp.StatusCode)
-			require.Less(t, elapsed, 10*time.Second, "answered promptly")
+			// The bound is for hangs: under -race on a loaded 2-core machine the
+			// 8 MB cases take up to ~13 s (0.2 s without the race detector).
+			require.Less(t, elapsed, 45*time.Second, "answered, not hung")
 			if tc.status != 200 {
 				e := readError(t, resp)
 				require.Contains(t, e.Error.Message+" "+deref(e.Error.Param), tc.msg)
