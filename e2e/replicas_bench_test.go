@@ -1,20 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/switchyard/switchyard/app"
-	"github.com/switchyard/switchyard/config"
-	"github.com/switchyard/switchyard/internal/fakeupstream"
 	"github.com/switchyard/switchyard/internal/redistest"
 )
 
@@ -35,7 +27,7 @@ func BenchmarkLimitCheck(b *testing.B) {
 		{"redis loopback", "state:\n  redis:\n    url: " + redis.URL() + "\n", true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			g := startBench(b, bc.yaml)
+			g := benchGateway(b, bc.yaml)
 			key := "sk-master"
 			if bc.limited {
 				_, key = createKeyB(b, g, `{"name":"bench","models":["*"],"limits":{"rpm":100000000,"tpm":1000000000,"max_concurrency":1000}}`)
@@ -48,35 +40,6 @@ func BenchmarkLimitCheck(b *testing.B) {
 			}
 		})
 	}
-}
-
-// startBench is start for benchmarks (logs discarded): provider "up", keys
-// sk-master/sk-admin, extra YAML after the providers.
-func startBench(b *testing.B, extra string) *gateway {
-	b.Helper()
-	up := fakeupstream.New()
-	b.Cleanup(up.Close)
-	dir := b.TempDir()
-	text := "server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  data_dir: " + dir + "\n" + keysYAML +
-		"providers:\n  up:\n    type: openai\n    base_url: " + up.URL + "\n" + extra
-	path := filepath.Join(dir, "switchyard.yaml")
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	cfg, err := config.Load(path, func(string) (string, bool) { return "", false })
-	if err != nil {
-		b.Fatal(err)
-	}
-	a, err := app.Start(context.Background(), cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = a.Shutdown(ctx)
-	})
-	return &gateway{app: a, up: up, base: "http://" + a.HTTPAddr() + "/v1"}
 }
 
 func createKeyB(b *testing.B, g *gateway, body string) (id, secret string) {
