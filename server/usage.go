@@ -183,28 +183,19 @@ func billParts(rec *usage.Record, cut []router.CutUsage, lastPart router.CutUsag
 }
 
 // billLost adds the usage of a hedge's losing side that answered anyway to the
-// record, on its attempt (outcome hedge_lost), priced at its own target.
+// record, on its attempt (outcome hedge_lost), priced at its own target. The
+// winner's success (the first at the final target) is not the loser's.
 func billLost(rec *usage.Record, lost []router.CutUsage) {
 	if len(lost) == 0 {
 		return
 	}
-	final := rec.Provider + "/" + rec.TargetModel
+	taken := make([]bool, len(rec.Attempts))
+	claim(rec.Attempts, taken, rec.Provider+"/"+rec.TargetModel) // the winner's: the record's own usage
 	for _, l := range lost {
 		tk := usage.Tokens{Prompt: l.PromptTokens, Completion: l.CompletionTokens}
-		target := l.Route.String()
-		winner := target == final // the first success there is the winner's: skip it
-		for i := range rec.Attempts {
-			a := &rec.Attempts[i]
-			if a.Tokens != nil || a.Outcome != "ok" || a.Target != target {
-				continue
-			}
-			if winner {
-				winner = false
-				continue
-			}
-			a.Tokens, a.Outcome = &tk, "hedge_lost"
+		if i := bill(rec.Attempts, taken, l.Route.String(), tk); i >= 0 {
+			rec.Attempts[i].Outcome = "hedge_lost"
 			rec.Tokens = rec.Tokens.Plus(tk)
-			break
 		}
 	}
 }
@@ -213,10 +204,19 @@ func billLost(rec *usage.Record, lost []router.CutUsage) {
 // attempts are in the order they ended, as the parts are) and returns its index
 // (-1: none).
 func bill(as []usage.Attempt, taken []bool, target string, tk usage.Tokens) int {
+	i := claim(as, taken, target)
+	if i >= 0 {
+		as[i].Tokens = &tk
+	}
+	return i
+}
+
+// claim marks the first successful attempt at target not taken yet, and
+// returns its index (-1: none).
+func claim(as []usage.Attempt, taken []bool, target string) int {
 	for i := range as {
 		if !taken[i] && as[i].Outcome == "ok" && as[i].Target == target {
 			taken[i] = true
-			as[i].Tokens = &tk
 			return i
 		}
 	}
