@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/internal/bytemask"
 )
 
 // Raw JSON fields. A bytes field named NAME_json holds the JSON of the member
@@ -219,12 +220,99 @@ func (c *rawCheck) noteKey(ks *keySet, key []byte) {
 
 // rawStr reads past a string (the opening quote is next) as str would read it,
 // allocating nothing; it notes in c when str would mend the text (invalid UTF-8,
-// a lone surrogate escape). One pass: plain ASCII eight bytes at a time, each
-// escape and each multi-byte character checked where it stands.
+// a lone surrogate escape).
 func (s *scanner) rawStr(c *rawCheck) error {
+	if !bytemask.Fast {
+		return s.rawStrFrom(c, s.pos+1)
+	}
+	return s.rawStrBlocks(c)
+}
+
+// rawStrBlocks is rawStr sixty-four bytes at a time (rawBlock) while they last,
+// then byte by byte (rawStrFrom).
+func (s *scanner) rawStrBlocks(c *rawCheck) error {
+	data := s.data
+	i := s.pos + 1
+	for i+64 <= len(data) {
+		m := bytemask.Block((*[64]byte)(data[i : i+64]))
+		if m.Backslash|m.High == 0 { // plain ASCII: the first quote ends it
+			stop := m.Quote | m.Control
+			if stop == 0 {
+				i += 64
+				continue
+			}
+			if m.Quote&(stop&-stop) == 0 {
+				return errSyntax // a control character
+			}
+			s.pos = i + bits.TrailingZeros64(stop) + 1
+			return nil
+		}
+		next, end, err := rawBlock(data, i, m, c)
+		if err != nil {
+			return err
+		}
+		if end {
+			s.pos = next
+			return nil
+		}
+		i = next
+	}
+	return s.rawStrFrom(c, i)
+}
+
+// rawBlock reads the string's bytes in data[i:i+64] (i is not inside an escape
+// or a character) from m: every escape and every multi-byte character before
+// the first unescaped quote is checked where it stands. It returns whether
+// that quote ends the string in this block, and where reading goes on: past the
+// quote, or the first byte not yet read (a backslash at the block's last byte
+// is read with the next block; an escape or character crossing into it, past).
+func rawBlock(data []byte, i int, m bytemask.Masks, c *rawCheck) (next int, end bool, err error) {
+	esc := bytemask.Escaped(m.Backslash)
+	quotes := m.Quote &^ esc
+	before := ^uint64(0) // the bits before the closing quote
+	if quotes != 0 {
+		before = quotes&-quotes - 1
+	}
+	if m.Control&before != 0 {
+		return 0, false, errSyntax // a control character, escaped or not
+	}
+	read := i // the end of the last escape or character read
+	for e := esc & before; e != 0; e &= e - 1 {
+		p := i + bits.TrailingZeros64(e)
+		if p < read || shortEscape[data[p]] {
+			continue // p < read: the second half of a surrogate pair
+		}
+		n, mend, ok := escapeAt(data, p-1)
+		if !ok {
+			return 0, false, errSyntax
+		}
+		c.mend = c.mend || mend
+		read = p - 1 + n
+	}
+	for h := m.High & before; h != 0; {
+		t := bits.TrailingZeros64(h)
+		t += utf8Len(data, i+t, c) // past the character
+		read = max(read, i+t)
+		if t >= 64 {
+			break
+		}
+		h &^= 1<<t - 1
+	}
+	if quotes != 0 {
+		return i + bits.TrailingZeros64(quotes) + 1, true, nil
+	}
+	next = i + 64
+	if (m.Backslash&^esc)>>63 != 0 {
+		next = i + 63 // its escaped byte is in the next block
+	}
+	return max(next, read), false, nil
+}
+
+// rawStrFrom is rawStr from data[i] (not inside an escape or a character) on,
+// eight bytes at a time to the first byte to look at, then that byte.
+func (s *scanner) rawStrFrom(c *rawCheck, i int) error {
 	data := s.data
 	n := len(data)
-	i := s.pos + 1
 	for {
 		if i+8 <= n {
 			// Plain ASCII text, eight bytes at a time: the lowest byte stopMask

@@ -1,0 +1,95 @@
+package openaijson
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"testing"
+)
+
+// rawStrVerdict is what reading a string at data[0] (a quote) says: whether it
+// is one, where it ends, whether decoding would mend it (of a string that is
+// not one, nothing else counts: checkRawMessages refuses it and decoding says
+// why).
+type rawStrVerdict struct {
+	ok   bool
+	pos  int
+	mend bool
+}
+
+func blockVerdict(data []byte) rawStrVerdict {
+	s, c := scanner{data: data}, rawCheck{}
+	return verdict(s.rawStrBlocks(&c), s, c)
+}
+
+func scalarVerdict(data []byte) rawStrVerdict {
+	s, c := scanner{data: data}, rawCheck{}
+	return verdict(s.rawStrFrom(&c, 1), s, c)
+}
+
+func verdict(err error, s scanner, c rawCheck) rawStrVerdict {
+	if err != nil {
+		return rawStrVerdict{}
+	}
+	return rawStrVerdict{true, s.pos, c.mend}
+}
+
+// stringPieces are what a JSON string's bytes are made of, good and bad: the
+// random strings put them across the 64-byte blocks' edges.
+var stringPieces = []string{
+	"a", "plain text ", `\"`, `\\`, `\/`, `\n`, `\t`, `\u00e9`, `\u00E9`, `\ud83d\ude00`, `\ud800`, `\udc00`,
+	`\ud800\u0041`, `\ud800\\`, `\\\\\\`, `\\\"`, "é", "漢字", "✓", "😀", "\u2028", "\xff", "\xc3", "\xe2\x80",
+	"\xed\xa0\x80", "\xf4\x90\x80\x80", "\xc0\xaf", `\x`, `\u12`, `\u12g4`, "\x01", "\x1f", "\x7f", `"`, `\`,
+}
+
+func randomString(r *rand.Rand) []byte {
+	b := []byte{'"'}
+	for n := r.IntN(40); n > 0; n-- {
+		b = append(b, stringPieces[r.IntN(len(stringPieces))]...)
+	}
+	if r.IntN(8) != 0 {
+		b = append(b, '"')
+	}
+	for n := r.IntN(4); n > 0; n-- {
+		b = append(b, stringPieces[r.IntN(len(stringPieces))]...)
+	}
+	return b
+}
+
+// The 64-byte reading says of every string what the byte-by-byte one says:
+// valid or not, where it ends, whether decoding mends it.
+func TestRawStrBlocksAreTheScalarReading(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for pad := range 70 { // every alignment of the pieces to the blocks
+		t.Run(strconv.Itoa(pad), func(t *testing.T) {
+			for range 3000 {
+				s := randomString(r)
+				data := append([]byte{'"'}, make([]byte, 0, pad+len(s))...)
+				for range pad {
+					data = append(data, 'x')
+				}
+				data = append(data, s[1:]...)
+				if got, want := blockVerdict(data), scalarVerdict(data); got != want {
+					t.Fatalf("%q: blocks %+v, bytes %+v", data, got, want)
+				}
+			}
+		})
+	}
+}
+
+func FuzzRawStr(f *testing.F) {
+	for _, p := range stringPieces {
+		f.Add(64, []byte(p+`"`))
+	}
+	f.Add(62, []byte(`\ud83d\ude00"`))
+	f.Fuzz(func(t *testing.T, pad int, body []byte) {
+		pad = max(pad, 0) % 130
+		data := []byte{'"'}
+		for range pad {
+			data = append(data, 'x')
+		}
+		data = append(data, body...)
+		if got, want := blockVerdict(data), scalarVerdict(data); got != want {
+			t.Fatalf("%q: blocks %+v, bytes %+v", data, got, want)
+		}
+	})
+}
