@@ -6,10 +6,13 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/switchyard/switchyard/internal/bytemask"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 )
@@ -293,13 +296,35 @@ func appendString[T string | []byte](b []byte, s T) []byte {
 }
 
 // appendStr is appendString; with strict, invalid UTF-8 stops it instead (false:
-// a string protobuf-go would refuse, see TranscodeMessages). Plain
-// ASCII is read eight bytes at a time to the first byte to look at (stopMask),
-// UTF-8 is checked inline, and runs of plain text are copied in one append.
+// a string protobuf-go would refuse, see TranscodeMessages). Sixty-four bytes
+// are classified at a time where bytemask is fast, else plain ASCII is read
+// eight bytes at a time to the first byte to look at (stopMask); each byte to
+// look at is written by appendStop, and runs of plain text are copied in one
+// append.
 func appendStr[T string | []byte](b []byte, s T, strict bool) ([]byte, bool) {
+	return appendStrBy(b, s, strict, bytemask.Fast)
+}
+
+// appendStrBy is appendStr, by blocks or not (the tests hold one to the other).
+func appendStrBy[T string | []byte](b []byte, s T, strict, blocks bool) ([]byte, bool) {
 	b = append(b, '"')
 	start, i, n := 0, 0, len(s)
+	ok := true
+	var m bytemask.Masks
 	for i < n {
+		if blocks && i+64 <= n {
+			m.Load(block64(s, i))
+			base := i
+			for stops := m.Quote | m.Backslash | m.Control | m.High; stops != 0; stops &= stops - 1 {
+				if p := base + bits.TrailingZeros64(stops); p >= i { // not inside a character already read
+					if b, start, i, ok = appendStop(b, s, start, p, strict); !ok {
+						return b, false
+					}
+				}
+			}
+			i = max(i, base+64)
+			continue
+		}
 		if i+8 <= n {
 			w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
@@ -310,48 +335,58 @@ func appendStr[T string | []byte](b []byte, s T, strict bool) ([]byte, bool) {
 			}
 			i += bits.TrailingZeros64(m) >> 3
 		}
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			size := validLen(s, i)
-			switch {
-			case size == 0:
-				if strict {
-					return b, false
-				}
-				b = append(b, s[start:i]...)
-				b = append(b, `\ufffd`...)
-				i++
-				start = i
-			case size == 3 && c == 0xE2 && s[i+1] == 0x80 && s[i+2]&0xFE == 0xA8: // U+2028, U+2029
-				b = append(b, s[start:i]...)
-				b = append(b, '\\', 'u', '2', '0', '2', hex[s[i+2]&0xF])
-				i += 3
-				start = i
-			default:
-				i += size
-			}
-			continue
-		}
-		if c >= 0x20 && c != '"' && c != '\\' {
+		if c := s[i]; c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
 			i++ // the tail, byte by byte
 			continue
 		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		if b, start, i, ok = appendStop(b, s, start, i, strict); !ok {
+			return b, false
 		}
-		i++
-		start = i
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"'), true
+}
+
+// appendStop writes what s[i] (a quote, a backslash, a control character or
+// the first byte of a character of 0x80 and above) needs: an escape, or U+FFFD
+// for invalid UTF-8 (false with strict), after the plain text s[start:i]; or
+// nothing, for a character that goes as it is. It returns where the plain
+// text now starts and where reading goes on.
+func appendStop[T string | []byte](b []byte, s T, start, i int, strict bool) (_ []byte, _, _ int, ok bool) {
+	c := s[i]
+	if c >= utf8.RuneSelf {
+		switch size := validLen(s, i); {
+		case size == 0:
+			if strict {
+				return b, start, i, false
+			}
+			b = append(b, s[start:i]...)
+			return append(b, `\ufffd`...), i + 1, i + 1, true
+		case size == 3 && c == 0xE2 && s[i+1] == 0x80 && s[i+2]&0xFE == 0xA8: // U+2028, U+2029
+			b = append(b, s[start:i]...)
+			return append(b, '\\', 'u', '2', '0', '2', hex[s[i+2]&0xF]), i + 3, i + 3, true
+		default:
+			return b, start, i + size, true
+		}
+	}
+	b = append(b, s[start:i]...)
+	switch c {
+	case '"', '\\':
+		b = append(b, '\\', c)
+	case '\n':
+		b = append(b, '\\', 'n')
+	case '\r':
+		b = append(b, '\\', 'r')
+	case '\t':
+		b = append(b, '\\', 't')
+	default:
+		b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+	}
+	return b, i + 1, i + 1, true
+}
+
+// block64 is the 64 bytes of s at i (i+64 <= len(s)): a string's and a
+// slice's headers both start with the pointer to their bytes.
+func block64[T string | []byte](s T, i int) *[64]byte {
+	return (*[64]byte)(unsafe.Add(unsafe.Pointer(unsafe.StringData(*(*string)(unsafe.Pointer(&s)))), i))
 }

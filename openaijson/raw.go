@@ -233,8 +233,9 @@ func (s *scanner) rawStr(c *rawCheck) error {
 func (s *scanner) rawStrBlocks(c *rawCheck) error {
 	data := s.data
 	i := s.pos + 1
+	var m bytemask.Masks
 	for i+64 <= len(data) {
-		m := bytemask.Block((*[64]byte)(data[i : i+64]))
+		m.Load((*[64]byte)(data[i : i+64]))
 		if m.Backslash|m.High == 0 { // plain ASCII: the first quote ends it
 			stop := m.Quote | m.Control
 			if stop == 0 {
@@ -247,7 +248,7 @@ func (s *scanner) rawStrBlocks(c *rawCheck) error {
 			s.pos = i + bits.TrailingZeros64(stop) + 1
 			return nil
 		}
-		next, end, err := rawBlock(data, i, m, c)
+		next, end, err := rawBlock(data, i, &m, c)
 		if err != nil {
 			return err
 		}
@@ -261,26 +262,27 @@ func (s *scanner) rawStrBlocks(c *rawCheck) error {
 }
 
 // rawBlock reads the string's bytes in data[i:i+64] (i is not inside an escape
-// or a character) from m: every escape and every multi-byte character before
-// the first unescaped quote is checked where it stands. It returns whether
-// that quote ends the string in this block, and where reading goes on: past the
-// quote, or the first byte not yet read (a backslash at the block's last byte
-// is read with the next block; an escape or character crossing into it, past).
-func rawBlock(data []byte, i int, m bytemask.Masks, c *rawCheck) (next int, end bool, err error) {
+// or a character) from m: escapes and control characters before the first
+// unescaped quote are judged from the masks, each \u escape and multi-byte
+// character read where it stands. It returns whether that quote ends the
+// string in this block, and where reading goes on: past the quote, or the
+// first byte not yet read (a backslash at the block's last byte is read with
+// the next block; an escape or character crossing into it, past).
+func rawBlock(data []byte, i int, m *bytemask.Masks, c *rawCheck) (next int, end bool, err error) {
 	esc := bytemask.Escaped(m.Backslash)
 	quotes := m.Quote &^ esc
 	before := ^uint64(0) // the bits before the closing quote
 	if quotes != 0 {
 		before = quotes&-quotes - 1
 	}
-	if m.Control&before != 0 {
-		return 0, false, errSyntax // a control character, escaped or not
+	if (m.Control|esc&^(m.EscapeChar|m.U))&before != 0 {
+		return 0, false, errSyntax // a control character, or an escape of no character
 	}
-	read := i // the end of the last escape or character read
-	for e := esc & before; e != 0; e &= e - 1 {
+	read := i // the end of the last \u escape or character read
+	for e := esc & m.U & before; e != 0; e &= e - 1 {
 		p := i + bits.TrailingZeros64(e)
-		if p < read || shortEscape[data[p]] {
-			continue // p < read: the second half of a surrogate pair
+		if p < read {
+			continue // the second half of a surrogate pair
 		}
 		n, mend, ok := escapeAt(data, p-1)
 		if !ok {

@@ -93,3 +93,60 @@ func FuzzRawStr(f *testing.F) {
 		}
 	})
 }
+
+// rawPieces are what a string's bytes are made of before encoding: the ones
+// that are escaped, replaced or checked, among plain text.
+var rawPieces = []string{
+	"a", "plain text ", `"`, `\`, "\n", "\r", "\t", "\x00", "\x01", "\x1f", "\x7f", "é", "漢字", "✓", "😀",
+	"\u2028", "\u2029", "\xe2\x80", "\xff", "\xc3", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xc0\xaf", "<&>",
+}
+
+// Encoding by blocks writes every string byte for byte as the eight-byte
+// reading does, strict or not, from a string or from bytes.
+func TestAppendStrBlocksAreTheWordReading(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for pad := range 70 {
+		t.Run(strconv.Itoa(pad), func(t *testing.T) {
+			for range 1000 {
+				s := make([]byte, 0, 256)
+				for range pad {
+					s = append(s, 'x')
+				}
+				for n := r.IntN(60); n > 0; n-- {
+					s = append(s, rawPieces[r.IntN(len(rawPieces))]...)
+				}
+				for _, strict := range []bool{false, true} {
+					got, gotOK := appendStrBy(nil, s, strict, true)
+					want, wantOK := appendStrBy(nil, s, strict, false)
+					if gotOK != wantOK || (gotOK && string(got) != string(want)) {
+						t.Fatalf("%q strict=%v: blocks %q %v, words %q %v", s, strict, got, gotOK, want, wantOK)
+					}
+					gotS, _ := appendStrBy(nil, string(s), strict, true)
+					if gotOK && string(gotS) != string(got) {
+						t.Fatalf("%q: from a string %q, from bytes %q", s, gotS, got)
+					}
+				}
+			}
+		})
+	}
+}
+
+func FuzzAppendStrBlocks(f *testing.F) {
+	for _, p := range rawPieces {
+		f.Add(60, []byte(p+p+p))
+	}
+	f.Fuzz(func(t *testing.T, pad int, body []byte) {
+		s := make([]byte, 0, 130+len(body))
+		for range max(pad, 0) % 130 {
+			s = append(s, 'x')
+		}
+		s = append(s, body...)
+		for _, strict := range []bool{false, true} {
+			got, gotOK := appendStrBy(nil, s, strict, true)
+			want, wantOK := appendStrBy(nil, s, strict, false)
+			if gotOK != wantOK || (gotOK && string(got) != string(want)) {
+				t.Fatalf("%q strict=%v: blocks %q %v, words %q %v", s, strict, got, gotOK, want, wantOK)
+			}
+		}
+	})
+}

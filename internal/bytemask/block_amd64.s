@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 
+// Sixteen-byte constants, broadcast to both lanes of a YMM register.
 DATA quotes<>+0(SB)/8, $0x2222222222222222
 DATA quotes<>+8(SB)/8, $0x2222222222222222
 GLOBL quotes<>(SB), RODATA|NOPTR, $16
@@ -14,53 +15,98 @@ DATA top3<>+0(SB)/8, $0xe0e0e0e0e0e0e0e0
 DATA top3<>+8(SB)/8, $0xe0e0e0e0e0e0e0e0
 GLOBL top3<>(SB), RODATA|NOPTR, $16
 
-// One sixteen-byte chunk at off(SI): its four masks into AX (high), BX
-// (quote), CX (backslash), DX (control).
-#define CHUNK(off) \
-	MOVOU off(SI), X0 \
-	PMOVMSKB X0, AX \
-	MOVO X0, X1 \
-	PCMPEQB X8, X1 \
-	PMOVMSKB X1, BX \
-	MOVO X0, X2 \
-	PCMPEQB X9, X2 \
-	PMOVMSKB X2, CX \
-	PAND X10, X0 \
-	PCMPEQB X11, X0 \
-	PMOVMSKB X0, DX
+DATA nibble<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibble<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL nibble<>(SB), RODATA|NOPTR, $16
 
-// The chunk's masks, shifted to its place, into the totals R8..R11.
-#define ADD(shift) \
-	SHLQ $shift, AX \
-	ORQ AX, R11 \
-	SHLQ $shift, BX \
-	ORQ BX, R8 \
-	SHLQ $shift, CX \
-	ORQ CX, R9 \
-	SHLQ $shift, DX \
-	ORQ DX, R10
+DATA ubit<>+0(SB)/8, $0x1010101010101010
+DATA ubit<>+8(SB)/8, $0x1010101010101010
+GLOBL ubit<>(SB), RODATA|NOPTR, $16
+
+// The characters that may follow a backslash, as nibble tables: class(b) =
+// lo[b&15] & hi[b>>4]. Bit 0: 0x22 " and 0x2F /; bit 1: 0x5C \; bit 2: 0x62 b,
+// 0x66 f, 0x6E n; bit 3: 0x72 r, 0x74 t; bit 4 (0x10): 0x75 u.
+DATA lotab<>+0(SB)/8, $0x00041008000d0000
+DATA lotab<>+8(SB)/8, $0x0104000200000000
+GLOBL lotab<>(SB), RODATA|NOPTR, $16
+
+DATA hitab<>+0(SB)/8, $0x1804020000010000
+DATA hitab<>+8(SB)/8, $0x0000000000000000
+GLOBL hitab<>(SB), RODATA|NOPTR, $16
+
+// MASK2(y0, y1, dst) stores the 64-bit mask of bytes with their high bit set
+// in y0 (bytes 0-31) and y1 (32-63) at dst.
+#define MASK2(y0, y1, dst) \
+	VPMOVMSKB y0, AX \
+	VPMOVMSKB y1, BX \
+	SHLQ $32, BX \
+	ORQ BX, AX \
+	MOVQ AX, dst
 
 // func block(p *[64]byte, m *Masks)
 TEXT ·block(SB), NOSPLIT, $0-16
 	MOVQ p+0(FP), SI
 	MOVQ m+8(FP), DI
-	MOVOU quotes<>(SB), X8
-	MOVOU backslashes<>(SB), X9
-	MOVOU top3<>(SB), X10
-	PXOR X11, X11
-	CHUNK(0)
-	MOVQ BX, R8
-	MOVQ CX, R9
-	MOVQ DX, R10
-	MOVQ AX, R11
-	CHUNK(16)
-	ADD(16)
-	CHUNK(32)
-	ADD(32)
-	CHUNK(48)
-	ADD(48)
-	MOVQ R8, 0(DI)
-	MOVQ R9, 8(DI)
-	MOVQ R10, 16(DI)
-	MOVQ R11, 24(DI)
+	VMOVDQU 0(SI), Y0
+	VMOVDQU 32(SI), Y1
+
+	MASK2(Y0, Y1, 24(DI)) // High
+
+	VBROADCASTI128 quotes<>(SB), Y8
+	VPCMPEQB Y8, Y0, Y2
+	VPCMPEQB Y8, Y1, Y3
+	MASK2(Y2, Y3, 0(DI)) // Quote
+
+	VBROADCASTI128 backslashes<>(SB), Y8
+	VPCMPEQB Y8, Y0, Y2
+	VPCMPEQB Y8, Y1, Y3
+	MASK2(Y2, Y3, 8(DI)) // Backslash
+
+	VPXOR Y11, Y11, Y11
+	VBROADCASTI128 top3<>(SB), Y8
+	VPAND Y8, Y0, Y2
+	VPAND Y8, Y1, Y3
+	VPCMPEQB Y11, Y2, Y2
+	VPCMPEQB Y11, Y3, Y3
+	MASK2(Y2, Y3, 16(DI)) // Control
+
+	// class = lo[b&15] & hi[b>>4] (VPSHUFB gives 0 for an index with its high
+	// bit set: the high nibble is shifted down and masked first)
+	VBROADCASTI128 nibble<>(SB), Y12
+	VBROADCASTI128 lotab<>(SB), Y13
+	VBROADCASTI128 hitab<>(SB), Y14
+	VPAND Y12, Y0, Y2
+	VPAND Y12, Y1, Y3
+	VPSHUFB Y2, Y13, Y2
+	VPSHUFB Y3, Y13, Y3
+	VPSRLW $4, Y0, Y4
+	VPSRLW $4, Y1, Y5
+	VPAND Y12, Y4, Y4
+	VPAND Y12, Y5, Y5
+	VPSHUFB Y4, Y14, Y4
+	VPSHUFB Y5, Y14, Y5
+	VPAND Y4, Y2, Y2
+	VPAND Y5, Y3, Y3
+
+	// U: class & 0x10 != 0
+	VBROADCASTI128 ubit<>(SB), Y8
+	VPAND Y8, Y2, Y4
+	VPAND Y8, Y3, Y5
+	VPCMPEQB Y8, Y4, Y4
+	VPCMPEQB Y8, Y5, Y5
+	MASK2(Y4, Y5, 40(DI))
+
+	// EscapeChar: class & 0x0F != 0
+	VPAND Y12, Y2, Y2
+	VPAND Y12, Y3, Y3
+	VPCMPEQB Y11, Y2, Y2
+	VPCMPEQB Y11, Y3, Y3
+	VPMOVMSKB Y2, AX
+	VPMOVMSKB Y3, BX
+	SHLQ $32, BX
+	ORQ BX, AX
+	NOTQ AX
+	MOVQ AX, 32(DI)
+
+	VZEROUPPER
 	RET

@@ -2,9 +2,9 @@
 
 package bytemask
 
-// Fast says Block is faster than reading the bytes eight at a time: not here
-// (its Go arithmetic costs more than the scanners' own eight-byte loops).
+// Fast says Load is faster than reading a string's bytes eight at a time: not
+// here.
 const Fast = false
 
-// Block classifies the 64 bytes at p.
-func Block(p *[64]byte) Masks { return blockGo(p) }
+// Load sets m to the masks of the 64 bytes at p.
+func (m *Masks) Load(p *[64]byte) { *m = blockGo(p) }

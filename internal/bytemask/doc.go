@@ -1,15 +1,19 @@
 // Package bytemask classifies the bytes of a 64-byte block at once, for the
 // JSON string scanners: bit i of each mask is set when byte i of the block is a
-// quote, a backslash, a control character (below 0x20) or not ASCII (0x80 and
-// above). On amd64 the masks come from SSE2 compares (sixteen bytes per
-// instruction); elsewhere, and with the purego build tag, from the same
-// arithmetic on eight-byte words (Go). TestBlockMatchesBytes holds both to a
-// byte-by-byte reading.
+// quote, a backslash, a control character (below 0x20), not ASCII (0x80 and
+// above), one of the characters of a two-byte escape (" \ / b f n r t) or a
+// 'u'. On amd64 with AVX2 the masks come from 32-byte compares and nibble table
+// lookups (block_amd64.s; Fast is true); elsewhere Load reads the bytes one
+// by one (blockGo, the oracle of TestBlockMatchesBytes), slower than the
+// scanners' own eight-byte loops, which they use instead.
 package bytemask
 
-// Masks is what Block says of a 64-byte block.
+// Masks is what Load says of a 64-byte block.
 type Masks struct {
 	Quote, Backslash, Control, High uint64
+	// EscapeChar and U mark the bytes that may follow a backslash: those of a
+	// two-byte escape, and the u of \uXXXX.
+	EscapeChar, U uint64
 }
 
 // Escaped is the bits of the characters an escape's backslash makes literal:
@@ -25,31 +29,27 @@ func Escaped(backslash uint64) uint64 {
 	return (even ^ evenRuns<<1) & follows
 }
 
-// blockGo is Block in Go: each eight-byte word's bytes are compared at once
-// (the exact zero-byte test: no false positives) and the high bit of each byte
-// gathered into one bit by a multiplication.
+// blockGo is Load one byte at a time.
 func blockGo(p *[64]byte) Masks {
-	const ones = 0x0101010101010101
 	var m Masks
-	for k := 7; k >= 0; k-- {
-		o := k * 8
-		w := uint64(p[o]) | uint64(p[o+1])<<8 | uint64(p[o+2])<<16 | uint64(p[o+3])<<24 |
-			uint64(p[o+4])<<32 | uint64(p[o+5])<<40 | uint64(p[o+6])<<48 | uint64(p[o+7])<<56
-		m.Quote = m.Quote<<8 | gather(zeroBytes(w^(ones*'"')))
-		m.Backslash = m.Backslash<<8 | gather(zeroBytes(w^(ones*'\\')))
-		m.Control = m.Control<<8 | gather(zeroBytes(w&(ones*0xE0)))
-		m.High = m.High<<8 | gather(w)
+	for i, b := range p {
+		bit := uint64(1) << i
+		switch {
+		case b == '"':
+			m.Quote |= bit
+			m.EscapeChar |= bit
+		case b == '\\':
+			m.Backslash |= bit
+			m.EscapeChar |= bit
+		case b < 0x20:
+			m.Control |= bit
+		case b >= 0x80:
+			m.High |= bit
+		case b == '/' || b == 'b' || b == 'f' || b == 'n' || b == 'r' || b == 't':
+			m.EscapeChar |= bit
+		case b == 'u':
+			m.U |= bit
+		}
 	}
 	return m
-}
-
-// zeroBytes has the high bit set in exactly the bytes of w that are zero.
-func zeroBytes(w uint64) uint64 {
-	const low7 = 0x7F7F7F7F7F7F7F7F
-	return ^((w&low7 + low7) | w | low7)
-}
-
-// gather packs the high bits of w's eight bytes into the eight low bits.
-func gather(w uint64) uint64 {
-	return (w & 0x8080808080808080 >> 7) * 0x0102040810204080 >> 56
 }
