@@ -120,8 +120,11 @@ func FuzzInspectChunk(f *testing.F) {
 		if err != nil {
 			return
 		}
-		want := openaijson.ChunkInfo{Usage: c.Usage != nil, PromptTokens: int(c.GetUsage().GetPromptTokens()),
-			CompletionTokens: int(c.GetUsage().GetCompletionTokens())}
+		u := c.GetUsage()
+		want := openaijson.ChunkInfo{Usage: c.Usage != nil, PromptTokens: int(u.GetPromptTokens()),
+			CompletionTokens: int(u.GetCompletionTokens()), TotalTokens: int(u.GetTotalTokens()),
+			CachedTokens:    openaijson.DetailTokens(u.GetPromptTokensDetails(), "cached_tokens"),
+			ReasoningTokens: openaijson.DetailTokens(u.GetCompletionTokensDetails(), "reasoning_tokens")}
 		want.UsageOnly = want.Usage && len(c.GetChoices()) == 0
 		want.Choices = len(c.GetChoices())
 		for _, ch := range c.GetChoices() {

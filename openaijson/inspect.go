@@ -1,7 +1,11 @@
 package openaijson
 
 import (
+	"math"
+	"strconv"
+
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 )
@@ -20,8 +24,11 @@ type ChunkInfo struct {
 	// Usage is set when the chunk carries a usage object; UsageOnly when it also has
 	// no choices (OpenAI's final usage chunk).
 	Usage, UsageOnly bool
-	// PromptTokens and CompletionTokens come from usage.
-	PromptTokens, CompletionTokens int
+	// PromptTokens, CompletionTokens and TotalTokens come from usage;
+	// CachedTokens and ReasoningTokens from its details, as DetailTokens reads
+	// them.
+	PromptTokens, CompletionTokens, TotalTokens int
+	CachedTokens, ReasoningTokens               int
 	// Complete is set when the chunk has every member OpenAI always sends (id,
 	// object, created, model, choices[].index), so that it can be relayed as is.
 	Complete bool
@@ -116,13 +123,63 @@ func (s *scanner) inspectUsage(k []byte, info *ChunkInfo) error {
 		n, err = s.checkInt(protoreflect.Int32Kind)
 		info.CompletionTokens = int(n)
 	case "total_tokens":
-		_, err = s.checkInt(protoreflect.Int32Kind)
-	case "prompt_tokens_details", "completion_tokens_details":
-		err = s.checkStruct()
+		n, err = s.checkInt(protoreflect.Int32Kind)
+		info.TotalTokens = int(n)
+	case "prompt_tokens_details":
+		info.CachedTokens, err = s.detailTokens("cached_tokens")
+	case "completion_tokens_details":
+		info.ReasoningTokens, err = s.detailTokens("reasoning_tokens")
 	default:
 		err = s.checkValue()
 	}
 	return err
+}
+
+// detailTokens checks a usage details object (a Struct) and reads its member
+// name as DetailTokens reads it once decoded (the last member of that name
+// counts, as decoding keeps the last). The details are read again after the
+// check: a few members, once a stream.
+func (s *scanner) detailTokens(name string) (int, error) {
+	s.ws()
+	start := s.pos
+	if err := s.checkStruct(); err != nil {
+		return 0, err
+	}
+	d := scanner{data: s.data[start:s.pos]}
+	if d.peek() != '{' {
+		return 0, nil // null
+	}
+	var f float64
+	_ = d.object(func(k []byte) error {
+		if string(k) != name {
+			return d.walk(false)
+		}
+		f = 0
+		if c := d.peek(); c != '-' && (c < '0' || c > '9') {
+			return d.walk(false)
+		}
+		num, err := d.number()
+		if err == nil {
+			f, _ = strconv.ParseFloat(string(num), 64)
+		}
+		return err
+	})
+	return tokenCount(f), nil
+}
+
+// DetailTokens is the count under name in a usage details object
+// (prompt_tokens_details.cached_tokens, completion_tokens_details.reasoning_tokens):
+// a number's integer part, 0 for anything else or a count beyond int32 (as
+// the other counts are).
+func DetailTokens(details *structpb.Struct, name string) int {
+	return tokenCount(details.GetFields()[name].GetNumberValue())
+}
+
+func tokenCount(f float64) int {
+	if f != f || f > math.MaxInt32 || f < math.MinInt32 {
+		return 0
+	}
+	return int(f)
 }
 
 // inspectChoice checks a choice, noting whether it has its index, the index (0

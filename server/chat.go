@@ -221,8 +221,7 @@ func (s *chatService) relay(ctx context.Context, rep *report, route router.Route
 			return toStatus(s.log, err)
 		}
 		if info := c.Info; info.Usage {
-			rep.tokensIn, rep.tokensOut = info.PromptTokens, info.CompletionTokens
-			rep.setUsageJSON(c.Bytes)
+			rep.setUsageInfo(info)
 			if !wantsUsage && info.UsageOnly {
 				continue // the usage chunk the client did not ask for
 			}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"github.com/switchyard/switchyard/anthropicjson"
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/keys"
+	"github.com/switchyard/switchyard/openaijson"
 	"github.com/switchyard/switchyard/providers"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/usage"
@@ -73,31 +73,16 @@ func (r *report) setUsage(u *pb.Usage) {
 	}
 	r.tokensIn, r.tokensOut = int(u.GetPromptTokens()), int(u.GetCompletionTokens())
 	r.usage.total = int(u.GetTotalTokens())
-	r.usage.cached = int(u.GetPromptTokensDetails().GetFields()["cached_tokens"].GetNumberValue())
-	r.usage.reasoning = int(u.GetCompletionTokensDetails().GetFields()["reasoning_tokens"].GetNumberValue())
+	r.usage.cached = openaijson.DetailTokens(u.GetPromptTokensDetails(), "cached_tokens")
+	r.usage.reasoning = openaijson.DetailTokens(u.GetCompletionTokensDetails(), "reasoning_tokens")
 	r.usage.reported = true
 }
 
-// setUsageJSON reads the usage details of a raw chunk that carries usage (the
-// REST relay never decodes chunks: only this one, once per stream).
-func (r *report) setUsageJSON(chunk []byte) {
-	if r.usage.ledger == nil {
-		return
-	}
-	var c struct {
-		Usage *struct {
-			Total         int `json:"total_tokens"`
-			PromptDetails struct {
-				Cached int `json:"cached_tokens"`
-			} `json:"prompt_tokens_details"`
-			CompletionDetails struct {
-				Reasoning int `json:"reasoning_tokens"`
-			} `json:"completion_tokens_details"`
-		} `json:"usage"`
-	}
-	if json.Unmarshal(chunk, &c) == nil && c.Usage != nil {
-		r.usage.total, r.usage.cached, r.usage.reasoning = c.Usage.Total, c.Usage.PromptDetails.Cached, c.Usage.CompletionDetails.Reasoning
-	}
+// setUsageInfo takes the usage of a raw chunk that carries it, as InspectChunk
+// read it (the REST relay never decodes chunks).
+func (r *report) setUsageInfo(info openaijson.ChunkInfo) {
+	r.tokensIn, r.tokensOut = info.PromptTokens, info.CompletionTokens
+	r.usage.total, r.usage.cached, r.usage.reasoning = info.TotalTokens, info.CachedTokens, info.ReasoningTokens
 	r.usage.reported = true
 }
 
