@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/internal/fakeupstream"
 	"github.com/switchyard/switchyard/usage"
 )
 
@@ -203,4 +204,30 @@ func TestUsageBudget(t *testing.T) {
 	again := start(t, server, withYAML(usageYAML))
 	resp = post(t, again.base+"/chat/completions", chatBody+"}", auth...)
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the spend was seeded from the store")
+}
+
+// TestStreamUsageDetailsReachTheLedger: a REST stream is relayed without being
+// decoded, and its usage chunk's cached and reasoning tokens still reach its
+// record (read from the chunk's inspection).
+func TestStreamUsageDetailsReachTheLedger(t *testing.T) {
+	t.Parallel()
+	g := start(t, keysYAML+"  data_dir: "+t.TempDir()+"\n", withYAML(usageYAML))
+	head := `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o",`
+	g.up.Script(fakeupstream.Reply{Events: []string{
+		head + `"choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},"finish_reason":null}]}`,
+		head + `"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+		head + `"choices":[],"usage":{"prompt_tokens":30,"completion_tokens":9,"total_tokens":39,` +
+			`"prompt_tokens_details":{"cached_tokens":12},"completion_tokens_details":{"reasoning_tokens":5}}}`,
+		"[DONE]",
+	}})
+	resp := post(t, g.base+"/chat/completions", chatBody+`,"stream":true}`, "Authorization", "Bearer sk-master")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body, _ := io.ReadAll(resp.Body)
+	require.Contains(t, string(body), `"content":"hi"`)
+	r := waitRecords(t, g, 1)[0].(map[string]any)
+	require.EqualValues(t, "30", r["prompt_tokens"], "%v", r)
+	require.EqualValues(t, "9", r["completion_tokens"])
+	require.EqualValues(t, "12", r["cached_tokens"])
+	require.EqualValues(t, "5", r["reasoning_tokens"])
+	require.NotEqual(t, true, r["tokens_estimated"])
 }
