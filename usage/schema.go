@@ -18,6 +18,8 @@ type dialect struct {
 	// lock serialises migrations across processes inside the migration transaction
 	// ("" for none: SQLite has one writer).
 	lock string
+	// insertMode goes between INSERT and INTO of the writer's statements.
+	insertMode string
 }
 
 // migrations are applied in order, each once, in its own transaction; the

@@ -48,7 +48,7 @@ func (s *sqlStore) insertFor(n int) string {
 		return s.insert
 	}
 	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", columnCount), ", ") + ")"
-	return s.d.rebind("INSERT INTO usage_requests (" + columns + ") VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", n), ", "))
+	return s.d.rebind("INSERT " + s.d.insertMode + "INTO usage_requests (" + columns + ") VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", n), ", "))
 }
 
 func newSQLStore(db *sql.DB, d dialect) *sqlStore {
