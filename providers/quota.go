@@ -20,25 +20,47 @@ const maxQuotaWait = time.Hour
 // Exhausted reads h: which limit (requests or tokens) the upstream says is spent,
 // and until when; ok is false when nothing is spent or the headers say nothing.
 func Exhausted(h http.Header, now time.Time) (limit string, until time.Time, ok bool) {
-	for _, kind := range []string{"requests", "tokens"} {
-		if h.Get("X-Ratelimit-Remaining-"+kind) == "0" {
-			if d, err := time.ParseDuration(h.Get("X-Ratelimit-Reset-" + kind)); err == nil && d > 0 {
-				return kind, now.Add(min(d, maxQuotaWait)), true
+	for _, q := range openAIQuotas {
+		if first(h, q.remaining) == "0" {
+			if d, err := time.ParseDuration(first(h, q.reset)); err == nil && d > 0 {
+				return q.kind, now.Add(min(d, maxQuotaWait)), true
 			}
 		}
 	}
-	for _, name := range []string{"requests", "tokens", "input-tokens", "output-tokens"} {
-		if h.Get("Anthropic-Ratelimit-"+name+"-Remaining") == "0" {
-			if t, err := time.Parse(time.RFC3339, h.Get("Anthropic-Ratelimit-"+name+"-Reset")); err == nil && t.After(now) {
-				kind := "tokens"
-				if name == "requests" {
-					kind = "requests"
-				}
-				return kind, minTime(t, now.Add(maxQuotaWait)), true
+	for _, q := range anthropicQuotas {
+		if first(h, q.remaining) == "0" {
+			if t, err := time.Parse(time.RFC3339, first(h, q.reset)); err == nil && t.After(now) {
+				return q.kind, minTime(t, now.Add(maxQuotaWait)), true
 			}
 		}
 	}
 	return "", time.Time{}, false
+}
+
+// quotaHeaders are the headers of one limit, in canonical form (read from the
+// map as they are: Header.Get canonicalises its key on every call, and this runs
+// on every answer).
+type quotaHeaders struct{ kind, remaining, reset string }
+
+var (
+	openAIQuotas = []quotaHeaders{
+		{"requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests"},
+		{"tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens"},
+	}
+	anthropicQuotas = []quotaHeaders{
+		{"requests", "Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Reset"},
+		{"tokens", "Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Reset"},
+		{"tokens", "Anthropic-Ratelimit-Input-Tokens-Remaining", "Anthropic-Ratelimit-Input-Tokens-Reset"},
+		{"tokens", "Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Reset"},
+	}
+)
+
+// first is h.Get(key) for a key already canonical.
+func first(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 func minTime(a, b time.Time) time.Time {

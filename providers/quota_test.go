@@ -29,6 +29,8 @@ func TestExhausted(t *testing.T) {
 			"anthropic-ratelimit-requests-reset": "2026-12-01T12:01:00Z"}, "requests", time.Minute, true},
 		{"Anthropic reset in the past", map[string]string{"anthropic-ratelimit-requests-remaining": "0",
 			"anthropic-ratelimit-requests-reset": "2026-12-01T11:00:00Z"}, "", 0, false},
+		{"Anthropic output tokens spent", map[string]string{"anthropic-ratelimit-output-tokens-remaining": "0",
+			"anthropic-ratelimit-output-tokens-reset": "2026-12-01T12:00:05Z"}, "tokens", 5 * time.Second, true},
 		{"no headers", nil, "", 0, false},
 	}
 	for _, tc := range cases {
@@ -44,5 +46,15 @@ func TestExhausted(t *testing.T) {
 				require.Equal(t, tc.wait, until.Sub(now))
 			}
 		})
+	}
+}
+
+// Exhausted reads the header map directly: its names must be the canonical
+// form every received header is stored under.
+func TestQuotaHeaderNamesAreCanonical(t *testing.T) {
+	for _, q := range append(append([]quotaHeaders{}, openAIQuotas...), anthropicQuotas...) {
+		for _, k := range []string{q.remaining, q.reset} {
+			require.Equal(t, http.CanonicalHeaderKey(k), k)
+		}
 	}
 }
