@@ -69,3 +69,26 @@ func sameAnswerEncoding(t *testing.T, data []byte) {
 		same("usage", appendUsage(nil, c.Usage), appendObject(nil, c.Usage.ProtoReflect(), nil))
 	}
 }
+
+// A nil message in a list is written as the empty message it reads as, on the
+// fast paths as on the generic one (they never dereference it).
+func TestNilMessagesAreEmpty(t *testing.T) {
+	cases := map[string]struct {
+		msg  *pb.ChatCompletion
+		want string
+	}{
+		"nil choice":     {&pb.ChatCompletion{Choices: []*pb.Choice{nil}}, `{"id":"","object":"","created":0,"model":"","choices":[{"index":0}]}`},
+		"nil completion": {nil, `{"id":"","object":"","created":0,"model":"","choices":[]}`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := string(Marshal(tc.msg)); got != tc.want {
+				t.Fatalf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+	req := &pb.ChatCompletionRequest{Messages: []*pb.ChatMessage{nil}}
+	if got := string(Marshal(req)); !strings.Contains(got, `"messages":[{"role":""}]`) {
+		t.Fatalf("a nil ChatMessage: %s", got)
+	}
+}

@@ -60,17 +60,23 @@ func AppendPieces(b []byte, msg proto.Message) [][]byte {
 }
 
 func appendMessage(b []byte, m protoreflect.Message) []byte {
-	switch v := m.Interface().(type) {
+	switch v := m.Interface().(type) { // a nil one (an empty message) goes the generic way
 	case *pb.ChatMessage:
-		if len(v.ToolCalls) == 0 {
+		if v != nil && len(v.ToolCalls) == 0 {
 			return appendChatMessage(b, v)
 		}
 	case *pb.ChatCompletion:
-		return appendCompletion(b, v)
+		if v != nil {
+			return appendCompletion(b, v)
+		}
 	case *pb.Choice:
-		return appendChoice(b, v)
+		if v != nil {
+			return appendChoice(b, v)
+		}
 	case *pb.Usage:
-		return appendUsage(b, v)
+		if v != nil {
+			return appendUsage(b, v)
+		}
 	}
 	return appendObject(b, m, nil)
 }
@@ -99,7 +105,7 @@ func appendCompletion(b []byte, c *pb.ChatCompletion) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendChoice(b, ch)
+		b = appendMessage(b, ch.ProtoReflect())
 	}
 	b = append(b, ']')
 	if c.Usage != nil {

@@ -110,6 +110,7 @@ func FuzzChunk(f *testing.F) {
 // input, and what it reports matches the decoded chunk.
 func FuzzInspectChunk(f *testing.F) {
 	seeds(f)
+	f.Add([]byte(`{"choices":[],"usage":{"total_tokens":7},"usage":{}}`)) // the last usage member counts
 	f.Fuzz(func(t *testing.T, data []byte) {
 		info, err := openaijson.InspectChunk(data)
 		var c pb.ChatCompletionChunk

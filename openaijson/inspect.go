@@ -1,7 +1,6 @@
 package openaijson
 
 import (
-	"math"
 	"strconv"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -85,7 +84,9 @@ func inspect(data []byte) (ChunkInfo, error) {
 		case "system_fingerprint", "service_tier":
 			return s.checkStr()
 		case "usage":
+			// decoding keeps the last usage member: nothing of an earlier one counts
 			info.Usage, info.PromptTokens, info.CompletionTokens = s.peek() == '{', 0, 0
+			info.TotalTokens, info.CachedTokens, info.ReasoningTokens = 0, 0, 0
 			return s.checkObject(func(k []byte) error { return s.inspectUsage(k, &info) })
 		case "choices":
 			choices, nChoices, indexes, info.Finished, info.NonZeroIndex = s.peek() == '[', 0, true, false, false
@@ -169,14 +170,13 @@ func (s *scanner) detailTokens(name string) (int, error) {
 
 // DetailTokens is the count under name in a usage details object
 // (prompt_tokens_details.cached_tokens, completion_tokens_details.reasoning_tokens):
-// a number's integer part, 0 for anything else or a count beyond int32 (as
-// the other counts are).
+// a number's integer part, 0 for anything else or a number no int holds.
 func DetailTokens(details *structpb.Struct, name string) int {
 	return tokenCount(details.GetFields()[name].GetNumberValue())
 }
 
 func tokenCount(f float64) int {
-	if f != f || f > math.MaxInt32 || f < math.MinInt32 {
+	if f != f || f >= 1<<63 || f < -1<<63 {
 		return 0
 	}
 	return int(f)

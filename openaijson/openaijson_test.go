@@ -102,6 +102,11 @@ func TestInspectChunk(t *testing.T) {
 			openaijson.ChunkInfo{Complete: true, Usage: true, UsageOnly: true, PromptTokens: 17, CompletionTokens: 4, TotalTokens: 21, CachedTokens: 9}},
 		{head + `"choices":[],"usage":{"prompt_tokens_details":null,"completion_tokens_details":{"reasoning_tokens":1e40,"x":[{"reasoning_tokens":5}]}}}`,
 			openaijson.ChunkInfo{Complete: true, Usage: true, UsageOnly: true}},
+		{head + `"choices":[],"usage":{"total_tokens":7,"prompt_tokens_details":{"cached_tokens":3},` +
+			`"completion_tokens_details":{"reasoning_tokens":2}},"usage":{"prompt_tokens":1}}`,
+			openaijson.ChunkInfo{Complete: true, Usage: true, UsageOnly: true, PromptTokens: 1}},
+		{head + `"choices":[],"usage":{"prompt_tokens_details":{"cached_tokens":3000000000}}}`,
+			openaijson.ChunkInfo{Complete: true, Usage: true, UsageOnly: true, CachedTokens: 3000000000}},
 		{head + `"choices":[],"usage":{"completion_tokens_details":{"reasoning_tokens":-0.5e1}}}`,
 			openaijson.ChunkInfo{Complete: true, Usage: true, UsageOnly: true, ReasoningTokens: -5}},
 		{head + `"choices":[{"delta":{}}]}`, openaijson.ChunkInfo{Choices: 1}},
