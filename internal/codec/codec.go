@@ -121,13 +121,14 @@ func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return fallback.Unmarshal(data, v)
 	}
+	req, chat := m.(*pb.ChatCompletionRequest)
+	if chat && transcoding && transcodeChat(data, req) {
+		return nil
+	}
 	buf := data.MaterializeToBuffer(gatherPool) // overwritten whole: no need to clear it first
 	defer buf.Free()
 	b := buf.ReadOnlyData()
-	if req, ok := m.(*pb.ChatCompletionRequest); ok {
-		if transcoding && transcodeChat(b, req) {
-			return nil
-		}
+	if chat {
 		proto.Reset(req)
 		defer dropMarks(req) // no caller-made transcodedMark
 	}

@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 
+	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
@@ -83,39 +84,41 @@ func dropMarks(req *pb.ChatCompletionRequest) {
 // transcodeChat decodes a chat request whose messages have the common shape
 // without building them: they are written as the upstream JSON straight from
 // their encoding (openaijson.TranscodeMessages), into messages_json; the other
-// fields are decoded as usual. False when it cannot (req is then to be reset
+// fields are decoded as usual. The fields are read from the received buffers
+// where they lie (fieldReader). False when it cannot (req is then to be reset
 // and decoded in full): messages of another shape, a messages_json the caller
 // set, or bytes the fast path would not take.
-func transcodeChat(b []byte, req *pb.ChatCompletionRequest) bool {
-	if !worthTranscoding(b) {
-		return false
+func transcodeChat(data mem.BufferSlice, req *pb.ChatCompletionRequest) bool {
+	if len(data) == 1 && !worthTranscoding(data[0].ReadOnlyData()) {
+		return false // a first look, copying nothing (several buffers: a long request, worth it)
 	}
 	var msgs [][]byte
 	rest := make([]byte, 0, 512)
-	for p := b; len(p) > 0; {
-		num, typ, n := protowire.ConsumeTag(p)
-		if n < 0 {
+	size := 0
+	for r := newFieldReader(data); ; {
+		f, more, ok := r.next()
+		if !ok {
 			return false
 		}
-		m := protowire.ConsumeFieldValue(num, typ, p[n:])
-		if m < 0 {
-			return false
+		if !more {
+			break
 		}
+		size += len(f)
+		num, typ, n := protowire.ConsumeTag(f)
 		switch {
 		case num == fieldMessagesJSON:
 			return false // the caller's own bytes: decoded, as always
 		case num == fieldMessages && typ == protowire.BytesType:
-			v, _ := protowire.ConsumeBytes(p[n:])
+			v, _ := protowire.ConsumeBytes(f[n:])
 			msgs = append(msgs, v)
 		default:
-			rest = append(rest, p[:n+m]...)
+			rest = append(rest, f...)
 		}
-		p = p[n+m:]
 	}
 	if len(msgs) == 0 {
 		return false
 	}
-	js, ok := openaijson.TranscodeMessages(make([]byte, 0, len(b)+len(b)/8+16), msgs)
+	js, ok := openaijson.TranscodeMessages(make([]byte, 0, size+size/8+16), msgs)
 	if !ok {
 		return false
 	}

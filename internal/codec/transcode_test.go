@@ -149,10 +149,15 @@ func BenchmarkLongHistoryToUpstreamJSON(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		var frames []int // as grpc-go hands a message over: a buffer per 16 KB HTTP/2 frame
+		for k := 16 << 10; k < len(data); k += 16 << 10 {
+			frames = append(frames, k)
+		}
 		for _, mode := range []struct {
 			name string
 			on   bool
-		}{{"transcoded", true}, {"decoded", false}} {
+			bufs mem.BufferSlice
+		}{{"transcoded", true, split(data)}, {"transcoded-frames", true, split(data, frames...)}, {"decoded", false, split(data)}} {
 			b.Run(strconv.Itoa(kb)+"KB/"+mode.name, func(b *testing.B) {
 				transcoding = mode.on
 				defer func() { transcoding = true }()
@@ -160,7 +165,7 @@ func BenchmarkLongHistoryToUpstreamJSON(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					got := &pb.ChatCompletionRequest{}
-					if err := (Codec{}).Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, got); err != nil {
+					if err := (Codec{}).Unmarshal(mode.bufs, got); err != nil {
 						b.Fatal(err)
 					}
 					size := got.SizeVT() - len(got.MessagesJson) // as providers/openai sizes the body
@@ -169,4 +174,75 @@ func BenchmarkLongHistoryToUpstreamJSON(b *testing.B) {
 			})
 		}
 	}
+}
+
+// split is data in buffers cut at cuts (as grpc-go hands over a message read
+// from several HTTP/2 frames).
+func split(data []byte, cuts ...int) mem.BufferSlice {
+	var bs mem.BufferSlice
+	from := 0
+	for _, c := range cuts {
+		if c > from && c < len(data) {
+			bs = append(bs, mem.SliceBuffer(data[from:c]))
+			from = c
+		}
+	}
+	return append(bs, mem.SliceBuffer(data[from:]))
+}
+
+// sameFromBuffers: a message read from several buffers decodes (or fails) as
+// the same bytes in one do, transcoded or not.
+func sameFromBuffers(t *testing.T, data []byte, bufs mem.BufferSlice) {
+	t.Helper()
+	one, many := &pb.ChatCompletionRequest{}, &pb.ChatCompletionRequest{}
+	errOne, errMany := (Codec{}).Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, one), (Codec{}).Unmarshal(bufs, many)
+	if (errOne == nil) != (errMany == nil) {
+		t.Fatalf("one buffer: %v, %d buffers: %v", errOne, len(bufs), errMany)
+	}
+	if errOne == nil && !proto.Equal(one, many) {
+		t.Fatalf("one buffer %v\n%d buffers %v", one, len(bufs), many)
+	}
+}
+
+func TestTranscodeReadsSplitBuffers(t *testing.T) {
+	for i, m := range samples(t) {
+		data, err := proto.Marshal(m)
+		require.NoError(t, err)
+		t.Run(strconv.Itoa(i), func(t *testing.T) {
+			for c := range len(data) + 1 { // one cut anywhere
+				sameFromBuffers(t, data, split(data, c))
+			}
+			for c := range len(data) + 1 { // a cut every c bytes
+				cuts := []int{}
+				for k := max(c, 1); k < len(data); k += max(c, 1) {
+					cuts = append(cuts, k)
+				}
+				sameFromBuffers(t, data, split(data, cuts...))
+			}
+		})
+	}
+	long := &pb.ChatCompletionRequest{Model: "m"}
+	for range 300 {
+		long.Messages = append(long.Messages, &pb.ChatMessage{Role: "user", Content: structpb.NewStringValue(strings.Repeat("é\"x", 300))})
+	}
+	data, err := proto.Marshal(long)
+	require.NoError(t, err)
+	got := &pb.ChatCompletionRequest{}
+	require.NoError(t, (Codec{}).Unmarshal(split(data, 16379, 16379+16384, 16379+2*16384), got))
+	require.True(t, Transcoded(got), "a long history in frames is transcoded")
+	require.Equal(t, messagesJSON(long.Messages), string(got.MessagesJson))
+}
+
+func FuzzTranscodeSplit(f *testing.F) {
+	for _, m := range samples(f) {
+		data, _ := proto.Marshal(m)
+		f.Add(data, uint16(len(data)/2), uint16(3))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, first, every uint16) {
+		cuts := []int{int(first)}
+		for k := int(first) + max(int(every), 1); k < len(data); k += max(int(every), 1) {
+			cuts = append(cuts, k)
+		}
+		sameFromBuffers(t, data, split(data, cuts...))
+	})
 }
