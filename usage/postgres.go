@@ -28,8 +28,8 @@ func OpenPostgres(ctx context.Context, dsn string) (Store, error) {
 		return nil, fmt.Errorf("usage store: %w", err)
 	}
 	db := stdlib.OpenDBFromPool(pool)
-	d := dialect{name: StorePostgres, id: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", rebind: dollars, lock: migrationLock}
-	if err := migrate(ctx, db, d); err != nil {
+	d := postgresDialect
+	if err := migrate(ctx, db, d, migrations); err != nil {
 		db.Close()
 		pool.Close()
 		return nil, err
@@ -38,6 +38,8 @@ func OpenPostgres(ctx context.Context, dsn string) (Store, error) {
 	s.onClose = pool.Close
 	return s, nil
 }
+
+var postgresDialect = dialect{name: StorePostgres, id: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", rebind: dollars, lock: migrationLock}
 
 // dollars turns ? placeholders into $1, $2, ...
 func dollars(q string) string {

@@ -35,13 +35,15 @@ func OpenSQLite(ctx context.Context, path string) (Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("usage store %s: journal mode is %q, want wal", path, mode)
 	}
-	// OR FAIL: a statement of many rows needs no statement journal to undo its
-	// own rows on an error (a fifth of a row's cost): Write rolls the whole
-	// batch back instead.
-	d := dialect{name: StoreSQLite, id: "INTEGER PRIMARY KEY", rebind: func(s string) string { return s }, insertMode: "OR FAIL "}
-	if err := migrate(ctx, db, d); err != nil {
+	d := sqliteDialect
+	if err := migrate(ctx, db, d, migrations); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return newSQLStore(db, d), nil
 }
+
+// sqliteDialect: OR FAIL, because a statement of many rows then needs no
+// statement journal to undo its own rows on an error (a fifth of a row's
+// cost): Write rolls the whole batch back instead.
+var sqliteDialect = dialect{name: StoreSQLite, id: "INTEGER PRIMARY KEY", rebind: func(s string) string { return s }, insertMode: "OR FAIL "}
