@@ -82,13 +82,12 @@ func (s *sqlStore) Write(ctx context.Context, batch []Record) error {
 		if err != nil {
 			return err
 		}
-		args := make([]any, 0, columnCount*min(len(batch), rowsPerInsert))
-		nv := make([]driver.NamedValue, 0, cap(args))
+		nv := make([]driver.NamedValue, 0, columnCount*min(len(batch), rowsPerInsert))
 		for len(batch) > 0 {
 			n := min(len(batch), rowsPerInsert)
-			args = args[:0]
+			nv = nv[:0]
 			for i := range batch[:n] {
-				args = appendRow(args, &batch[i])
+				nv = appendRow(nv, &batch[i])
 			}
 			st := s.dstmts[n]
 			if st == nil {
@@ -97,10 +96,6 @@ func (s *sqlStore) Write(ctx context.Context, batch []Record) error {
 					return err
 				}
 				s.dstmts[n] = st
-			}
-			nv = nv[:0]
-			for i, a := range args {
-				nv = append(nv, driver.NamedValue{Ordinal: i + 1, Value: a})
 			}
 			if _, err := st.(driver.StmtExecContext).ExecContext(ctx, nv); err != nil {
 				_ = tx.Rollback()
@@ -131,9 +126,9 @@ func (s *sqlStore) dropWriteConn() {
 	s.wconn, s.dstmts = nil, nil
 }
 
-// appendRow adds r's values in columns' order, each of a type the drivers take
-// as it is (int64, float64, string, nil).
-func appendRow(args []any, r *Record) []any {
+// appendRow adds r's values in columns' order, numbered on from nv's, each of
+// a type the drivers take as it is (int64, float64, string, nil).
+func appendRow(nv []driver.NamedValue, r *Record) []driver.NamedValue {
 	var ttft any
 	if r.TTFT > 0 {
 		ttft = millis(r.TTFT)
@@ -143,10 +138,13 @@ func appendRow(args []any, r *Record) []any {
 		cost = *r.CostUSD
 	}
 	t := r.Tokens
-	return append(args, r.Time.UnixMicro(), r.RequestID, r.Surface, r.Endpoint, b2i(r.Stream), r.KeyID,
+	for _, v := range [...]any{r.Time.UnixMicro(), r.RequestID, r.Surface, r.Endpoint, b2i(r.Stream), r.KeyID,
 		r.Model, r.VirtualModel, r.Provider, r.TargetModel, encodeAttempts(r.Attempts), int64(len(r.Attempts)),
 		int64(r.Failovers), int64(r.Resumes), b2i(r.Hedged), t.Prompt, t.Completion, t.Cached, t.CacheWrite, t.Reasoning, b2i(t.Estimated),
-		cost, millis(r.Latency), ttft, int64(r.Status), r.ErrorCode)
+		cost, millis(r.Latency), ttft, int64(r.Status), r.ErrorCode} {
+		nv = append(nv, driver.NamedValue{Ordinal: len(nv) + 1, Value: v})
+	}
+	return nv
 }
 
 // where builds the filter's condition; it starts with the time range, so that
