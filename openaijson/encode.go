@@ -422,7 +422,7 @@ func appendStrBy[T string | []byte](b []byte, s T, strict, blocks bool) ([]byte,
 			}
 			i += bits.TrailingZeros64(m) >> 3
 		}
-		if c := s[i]; c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
+		if plainASCII[s[i]] {
 			i++ // the tail, byte by byte
 			continue
 		}

@@ -2,10 +2,10 @@ package router
 
 import (
 	"context"
-	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"sync"
 	"time"
 
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/resilience"
 )
 
