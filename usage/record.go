@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+	"unsafe"
 )
 
 // Surfaces and endpoints a record names.
@@ -99,7 +100,8 @@ func encodeAttempts(as []Attempt) string {
 	for i := range as {
 		as[i].LatencyMS = millis(as[i].Latency)
 	}
-	b := make([]byte, 0, 48*len(as))
+	b := make([]byte, 1, 48*len(as)+2)
+	b[0] = '['
 	for i, a := range as {
 		if a.Tokens != nil || a.CostUSD != nil || !plainJSON(a.Target) || !plainJSON(a.Outcome) ||
 			(a.LatencyMS != 0 && (a.LatencyMS < 1e-6 || a.LatencyMS >= 1e21)) {
@@ -116,7 +118,8 @@ func encodeAttempts(as []Attempt) string {
 		}
 		b = append(strconv.AppendFloat(append(b, `,"ms":`...), a.LatencyMS, 'f', -1, 64), '}')
 	}
-	return "[" + string(b) + "]"
+	b = append(b, ']')
+	return unsafe.String(&b[0], len(b)) // b is not written again
 }
 
 // plainJSON is whether json.Marshal writes s as it is, between quotes.

@@ -27,7 +27,11 @@ type sqlStore struct {
 	wmu    sync.Mutex
 	wconn  *sql.Conn
 	dstmts map[int]driver.Stmt
-	closed atomic.Bool
+	// liteName, for SQLite, is the file's URI: writes then go through a
+	// liteConn of their own (lconn) instead.
+	liteName string
+	lconn    *liteConn
+	closed   atomic.Bool
 	// onClose releases what is under db (Postgres's pool).
 	onClose func()
 }
@@ -70,6 +74,9 @@ func (s *sqlStore) Write(ctx context.Context, batch []Record) error {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if s.liteName != "" {
+		return s.writeLite(ctx, batch)
+	}
 	if s.wconn == nil {
 		c, err := s.db.Conn(ctx)
 		if err != nil {
@@ -82,12 +89,16 @@ func (s *sqlStore) Write(ctx context.Context, batch []Record) error {
 		if err != nil {
 			return err
 		}
+		vals := make([]value, 0, columnCount)
 		nv := make([]driver.NamedValue, 0, columnCount*min(len(batch), rowsPerInsert))
 		for len(batch) > 0 {
 			n := min(len(batch), rowsPerInsert)
 			nv = nv[:0]
 			for i := range batch[:n] {
-				nv = appendRow(nv, &batch[i])
+				vals = appendRow(vals[:0], &batch[i])
+				for _, v := range vals {
+					nv = append(nv, driver.NamedValue{Ordinal: len(nv) + 1, Value: v.any()})
+				}
 			}
 			st := s.dstmts[n]
 			if st == nil {
@@ -111,8 +122,29 @@ func (s *sqlStore) Write(ctx context.Context, batch []Record) error {
 	return err
 }
 
+// writeLite is Write on SQLite's own API (see liteConn).
+func (s *sqlStore) writeLite(ctx context.Context, batch []Record) error {
+	if s.lconn == nil {
+		c, err := openLiteConn(s.liteName)
+		if err != nil {
+			return err
+		}
+		s.lconn = c
+	}
+	err := s.lconn.write(ctx, batch, s.insertFor)
+	if err != nil { // the next batch takes a fresh connection
+		s.lconn.close()
+		s.lconn = nil
+	}
+	return err
+}
+
 // dropWriteConn closes the writer's connection and its statements.
 func (s *sqlStore) dropWriteConn() {
+	if s.lconn != nil {
+		s.lconn.close()
+		s.lconn = nil
+	}
 	if s.wconn == nil {
 		return
 	}
@@ -126,25 +158,56 @@ func (s *sqlStore) dropWriteConn() {
 	s.wconn, s.dstmts = nil, nil
 }
 
-// appendRow adds r's values in columns' order, numbered on from nv's, each of
-// a type the drivers take as it is (int64, float64, string, nil).
-func appendRow(nv []driver.NamedValue, r *Record) []driver.NamedValue {
-	var ttft any
-	if r.TTFT > 0 {
-		ttft = millis(r.TTFT)
+// value is one column's value of a record: an int64, a float64, a text or
+// NULL, unboxed (SQLite's writer binds each by its kind).
+type value struct {
+	kind valueKind
+	i    int64
+	f    float64
+	s    string
+}
+
+type valueKind uint8
+
+const (
+	vNull valueKind = iota
+	vInt
+	vFloat
+	vText
+)
+
+func vi(i int64) value   { return value{kind: vInt, i: i} }
+func vf(f float64) value { return value{kind: vFloat, f: f} }
+func vs(s string) value  { return value{kind: vText, s: s} }
+func vb(b bool) value    { return vi(b2i(b)) }
+
+// any is v as the drivers take it (int64, float64, string, nil).
+func (v value) any() any {
+	switch v.kind {
+	case vInt:
+		return v.i
+	case vFloat:
+		return v.f
+	case vText:
+		return v.s
 	}
-	var cost any
+	return nil
+}
+
+// appendRow adds r's values, in columns' order.
+func appendRow(vals []value, r *Record) []value {
+	ttft, cost := value{}, value{}
+	if r.TTFT > 0 {
+		ttft = vf(millis(r.TTFT))
+	}
 	if r.CostUSD != nil {
-		cost = *r.CostUSD
+		cost = vf(*r.CostUSD)
 	}
 	t := r.Tokens
-	for _, v := range [...]any{r.Time.UnixMicro(), r.RequestID, r.Surface, r.Endpoint, b2i(r.Stream), r.KeyID,
-		r.Model, r.VirtualModel, r.Provider, r.TargetModel, encodeAttempts(r.Attempts), int64(len(r.Attempts)),
-		int64(r.Failovers), int64(r.Resumes), b2i(r.Hedged), t.Prompt, t.Completion, t.Cached, t.CacheWrite, t.Reasoning, b2i(t.Estimated),
-		cost, millis(r.Latency), ttft, int64(r.Status), r.ErrorCode} {
-		nv = append(nv, driver.NamedValue{Ordinal: len(nv) + 1, Value: v})
-	}
-	return nv
+	return append(vals, vi(r.Time.UnixMicro()), vs(r.RequestID), vs(r.Surface), vs(r.Endpoint), vb(r.Stream), vs(r.KeyID),
+		vs(r.Model), vs(r.VirtualModel), vs(r.Provider), vs(r.TargetModel), vs(encodeAttempts(r.Attempts)), vi(int64(len(r.Attempts))),
+		vi(int64(r.Failovers)), vi(int64(r.Resumes)), vb(r.Hedged), vi(t.Prompt), vi(t.Completion), vi(t.Cached), vi(t.CacheWrite),
+		vi(t.Reasoning), vb(t.Estimated), cost, vf(millis(r.Latency)), ttft, vi(int64(r.Status)), vs(r.ErrorCode))
 }
 
 // where builds the filter's condition; it starts with the time range, so that

@@ -21,7 +21,8 @@ func OpenSQLite(ctx context.Context, path string) (Store, error) {
 	for _, p := range []string{"journal_mode(WAL)", "synchronous(NORMAL)", "busy_timeout(5000)", "foreign_keys(ON)"} {
 		q.Add("_pragma", p)
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	name := "file:" + path
+	db, err := sql.Open("sqlite", name+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("usage store %s: %w", path, err)
 	}
@@ -40,7 +41,9 @@ func OpenSQLite(ctx context.Context, path string) (Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return newSQLStore(db, d), nil
+	s := newSQLStore(db, d)
+	s.liteName = name
+	return s, nil
 }
 
 // sqliteDialect: OR FAIL, because a statement of many rows then needs no
