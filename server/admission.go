@@ -85,6 +85,6 @@ func (f *front) admit(w http.ResponseWriter, r *http.Request, method string) err
 	_, err := f.in.unary(ctx, nil, &grpc.UnaryServerInfo{FullMethod: method}, func(context.Context, any) (any, error) {
 		return nil, errors.New("the chain let a refused call through") // never: the chain checks the same key
 	})
-	copyHeaders(w, sink.header)
+	copyHeaders(w, sink)
 	return err
 }

@@ -124,7 +124,7 @@ func (f *front) embeddings(w http.ResponseWriter, r *http.Request) {
 	resp, err := f.in.unary(ctx, req, info, func(ctx context.Context, req any) (any, error) {
 		return f.in.embed.CreateEmbeddings(ctx, req.(*pb.CreateEmbeddingsRequest))
 	})
-	copyHeaders(w, sink.header)
+	copyHeaders(w, sink)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -39,22 +39,46 @@ func incomingContext(r *http.Request) context.Context {
 type headerSink struct {
 	method string
 	header metadata.MD
+	// more holds the later SetHeader calls' metadata as they came (moreBuf
+	// backs it): adding them to header cost an allocation per key on every
+	// request that returns usage.
+	more    []metadata.MD
+	moreBuf [2]metadata.MD
 }
 
 func (h *headerSink) Method() string { return h.method }
 
 // SetHeader adds md. The handlers' metadata is theirs to give away (made for
-// this call, never changed after): the first is kept as is, later ones are added
-// to it, without the copies metadata.Join makes.
+// this call, never changed after): each is kept as is, without the copies
+// metadata.Join makes.
 func (h *headerSink) SetHeader(md metadata.MD) error {
-	if h.header == nil {
+	switch {
+	case h.header == nil:
 		h.header = md
-		return nil
-	}
-	for k, v := range md {
-		h.header[k] = append(h.header[k], v...)
+	case h.more == nil:
+		h.more = append(h.moreBuf[:0], md)
+	default:
+		h.more = append(h.more, md)
 	}
 	return nil
+}
+
+// md is the i-th metadata taken: header, then more's.
+func (h *headerSink) md(i int) metadata.MD {
+	if i == 0 {
+		return h.header
+	}
+	return h.more[i-1]
+}
+
+// has is whether one of the first n metadata taken holds a value of key.
+func (h *headerSink) has(key string, n int) bool {
+	for i := 0; i < n; i++ {
+		if len(h.md(i)[key]) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (h *headerSink) SendHeader(md metadata.MD) error { return h.SetHeader(md) }
@@ -69,7 +93,7 @@ func (f *front) unaryChat(w http.ResponseWriter, r *http.Request, req *pb.ChatCo
 	resp, err := f.in.unary(ctx, req, info, func(ctx context.Context, req any) (any, error) {
 		return f.in.chat.CreateChatCompletion(ctx, req.(*pb.ChatCompletionRequest))
 	})
-	copyHeaders(w, sink.header)
+	copyHeaders(w, sink)
 	if err != nil {
 		writeError(w, err)
 		return

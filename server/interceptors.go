@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -10,6 +9,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/switchyard/switchyard/internal/codec"
+	"github.com/switchyard/switchyard/internal/reqid"
 	"github.com/switchyard/switchyard/keys"
 	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/tracing"
@@ -147,9 +148,7 @@ type requestIDKey struct{}
 func withRequestID(ctx context.Context) context.Context {
 	id := firstMD(ctx, mdRequestID)
 	if id == "" || len(id) > 128 {
-		var b [12]byte
-		_, _ = rand.Read(b[:])
-		id = hex.EncodeToString(b[:])
+		id = reqid.New(time.Now())
 	}
 	_ = grpc.SetHeader(ctx, metadata.Pairs(mdRequestID, id))
 	return context.WithValue(ctx, requestIDKey{}, id)

@@ -89,7 +89,7 @@ func (f *front) unaryMessages(w http.ResponseWriter, r *http.Request, method str
 	ctx := grpc.NewContextWithServerTransportStream(incomingContext(r), sink)
 	info := &grpc.UnaryServerInfo{Server: f.in.chat, FullMethod: method}
 	resp, err := f.in.unary(ctx, nil, info, func(ctx context.Context, _ any) (any, error) { return call(ctx) })
-	copyHeaders(w, sink.header)
+	copyHeaders(w, sink)
 	if err != nil {
 		writeMessagesError(w, err)
 		return

@@ -29,7 +29,7 @@ func (f *front) streamMessages(w http.ResponseWriter, r *http.Request, ms messag
 		return ms.stream(stream.Context(), req, ss)
 	})
 	if !ss.started {
-		copyHeaders(w, sink.header)
+		copyHeaders(w, sink)
 		if err == nil {
 			err = statusOf(apiError{httpStatus: http.StatusBadGateway, errType: "server_error", code: "empty_response",
 				message: "provider returned an empty stream"})
@@ -53,7 +53,7 @@ func (f *front) streamMessages(w http.ResponseWriter, r *http.Request, ms messag
 // SendEvent writes one Anthropic event; the first one writes the headers.
 func (s *sseStream) SendEvent(typ string, data []byte) error {
 	if !s.started {
-		copyHeaders(s.w, s.sink.header)
+		copyHeaders(s.w, s.sink)
 		setRequestIDHeader(s.w)
 	}
 	s.start()

@@ -71,7 +71,7 @@ func (f *front) passthrough(w http.ResponseWriter, r *http.Request) {
 		return nil, f.in.pass.serve(ctx, w, r, body, sink, &relayed)
 	})
 	if err != nil && !relayed {
-		copyHeaders(w, sink.header)
+		copyHeaders(w, sink)
 		writeError(w, err)
 	}
 }
@@ -102,7 +102,7 @@ func (s *passthroughService) serve(ctx context.Context, w http.ResponseWriter, r
 	}
 	defer resp.Body.Close()
 	*relayed = true
-	copyHeaders(w, sink.header)
+	copyHeaders(w, sink)
 	relayHeaders(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)
 	if cerr := s.copyBody(ctx, w, resp.Body); cerr != nil && ctx.Err() == nil {

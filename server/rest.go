@@ -84,8 +84,18 @@ func outgoingHeader(key string) (string, bool) {
 		return "X-Switchyard-Target", true
 	case mdRequestID:
 		return "X-Request-Id", true
-	case mdLimitRequests, mdLimitTokens, mdRemainingRequests, mdRemainingTokens, mdResetRequests, mdResetTokens:
-		return key, true // the rate limit headers, named as OpenAI names them
+	case mdLimitRequests:
+		return "X-Ratelimit-Limit-Requests", true // the rate limit headers, named as OpenAI names them
+	case mdLimitTokens:
+		return "X-Ratelimit-Limit-Tokens", true
+	case mdRemainingRequests:
+		return "X-Ratelimit-Remaining-Requests", true
+	case mdRemainingTokens:
+		return "X-Ratelimit-Remaining-Tokens", true
+	case mdResetRequests:
+		return "X-Ratelimit-Reset-Requests", true
+	case mdResetTokens:
+		return "X-Ratelimit-Reset-Tokens", true
 	}
 	if name, ok := usageHeaders[key]; ok { // the usage ledger's (server/usage.go)
 		return name, true

@@ -57,7 +57,7 @@ func (s *sseStream) SendRaw(raw []byte) error {
 func (s *sseStream) start() {
 	if !s.started {
 		s.started = true
-		copyHeaders(s.w, s.sink.header)
+		copyHeaders(s.w, s.sink)
 		h := s.w.Header()
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-cache")
@@ -114,7 +114,7 @@ func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompl
 			&grpc.GenericServerStream[pb.ChatCompletionRequest, pb.ChatCompletionChunk]{ServerStream: stream})
 	})
 	if !ss.started {
-		copyHeaders(w, sink.header)
+		copyHeaders(w, sink)
 		if err == nil {
 			err = statusOf(apiError{httpStatus: http.StatusBadGateway, errType: "server_error", code: "empty_response",
 				message: "provider returned an empty stream"})
@@ -147,15 +147,18 @@ func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompl
 	_ = ss.rc.Flush()
 }
 
-// copyHeaders sets the response headers Switchyard owns from gRPC header metadata.
-func copyHeaders(w http.ResponseWriter, md metadata.MD) {
+// copyHeaders sets the response headers Switchyard owns from the gRPC header
+// metadata the sink took; a key's first value wins, as in metadata joined.
+func copyHeaders(w http.ResponseWriter, sink *headerSink) {
 	h := w.Header()
-	for key, vals := range md {
-		if name, ok := outgoingHeader(key); ok && len(vals) > 0 {
-			// The value's own slice, capped so that a later Add copies: no
-			// allocation per header (CanonicalMIMEHeaderKey returns canonical
-			// names as they are).
-			h[textproto.CanonicalMIMEHeaderKey(name)] = vals[:1:1]
+	for i := 0; i <= len(sink.more); i++ {
+		for key, vals := range sink.md(i) {
+			if name, ok := outgoingHeader(key); ok && len(vals) > 0 && !sink.has(key, i) {
+				// The value's own slice, capped so that a later Add copies: no
+				// allocation per header (CanonicalMIMEHeaderKey returns canonical
+				// names as they are).
+				h[textproto.CanonicalMIMEHeaderKey(name)] = vals[:1:1]
+			}
 		}
 	}
 }
