@@ -78,6 +78,8 @@ func tokensOf(bytes int) int64 { return int64((max(bytes, 0) + bytesPerToken - 1
 type AttemptLog struct {
 	mu   sync.Mutex // a hedge's two sides end at once
 	list []AttemptInfo
+	// first backs list for the one or two attempts nearly every request makes.
+	first [2]AttemptInfo
 }
 
 // AttemptInfo is one upstream attempt: its target, error (nil: success) and duration.
@@ -94,6 +96,16 @@ func (l *AttemptLog) List() []AttemptInfo {
 	return append([]AttemptInfo(nil), l.list...)
 }
 
+// Each calls f with each attempt so far, in order, holding the log: f must
+// not call back into it.
+func (l *AttemptLog) Each(f func(AttemptInfo)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, a := range l.list {
+		f(a)
+	}
+}
+
 // attemptDone observes one upstream attempt: counts it, reports failures hidden
 // behind a success, and logs every non-success at debug level: the request's own
 // line (server) carries its attempts and failovers at info, so a failing upstream
@@ -103,6 +115,9 @@ func (r *Router) attemptDone(route Route, attempt int, err error, call Call, beg
 		atomic.AddInt64(&call.Trace.Attempts, 1) // a hedge's two sides count at once
 		if l := call.Trace.Log; l != nil {
 			l.mu.Lock()
+			if l.list == nil {
+				l.list = l.first[:0]
+			}
 			l.list = append(l.list, AttemptInfo{Route: route, Err: err, Latency: time.Since(began)})
 			l.mu.Unlock()
 		}

@@ -109,9 +109,7 @@ func (r *report) record(ctx context.Context, method string, httpStatus int, err 
 	if u.virtual != nil && u.virtual(r.model) {
 		rec.VirtualModel = r.model
 	}
-	for _, a := range u.log.List() {
-		rec.Attempts = append(rec.Attempts, attemptOf(a))
-	}
+	u.log.Each(func(a router.AttemptInfo) { rec.Attempts = append(rec.Attempts, attemptOf(a)) })
 	tk := usage.Tokens{Prompt: int64(r.tokensIn), Completion: int64(r.tokensOut), Cached: int64(u.cached), CacheWrite: int64(u.cacheWrite)}
 	if endpoint != usage.EndpointMessages {
 		tk = usage.FromOpenAI(tk.Prompt, tk.Completion, int64(u.total), int64(u.cached), int64(u.reasoning))
