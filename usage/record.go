@@ -8,6 +8,7 @@ package usage
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 	"time"
 	"unsafe"
@@ -105,8 +106,7 @@ func encodeAttempts(as []Attempt) string {
 	for i, a := range as {
 		if a.Tokens != nil || a.CostUSD != nil || !plainJSON(a.Target) || !plainJSON(a.Outcome) ||
 			(a.LatencyMS != 0 && (a.LatencyMS < 1e-6 || a.LatencyMS >= 1e21)) {
-			b, _ = json.Marshal(as) // plain structs: cannot fail
-			return string(b)
+			return marshalAttempts(as)
 		}
 		if i > 0 {
 			b = append(b, ',')
@@ -120,6 +120,23 @@ func encodeAttempts(as []Attempt) string {
 	}
 	b = append(b, ']')
 	return unsafe.String(&b[0], len(b)) // b is not written again
+}
+
+// marshalAttempts is json.Marshal(as). Its only failure is a cost that is not a
+// number (prices are checked finite, so none is expected): such an attempt is
+// stored without its cost rather than the list being lost.
+func marshalAttempts(as []Attempt) string {
+	if b, err := json.Marshal(as); err == nil {
+		return string(b)
+	}
+	clean := append([]Attempt(nil), as...)
+	for i := range clean {
+		if c := clean[i].CostUSD; c != nil && (math.IsNaN(*c) || math.IsInf(*c, 0)) {
+			clean[i].CostUSD = nil
+		}
+	}
+	b, _ := json.Marshal(clean) // plain structs, finite numbers: cannot fail
+	return string(b)
 }
 
 // plainJSON is whether json.Marshal writes s as it is, between quotes.

@@ -2,6 +2,8 @@ package usage
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"testing"
 	"time"
 )
@@ -30,6 +32,25 @@ func TestEncodeAttemptsIsJSONMarshal(t *testing.T) {
 			}
 			if back := decodeAttempts(got); len(back) != len(as) || back[0].Target != as[0].Target {
 				t.Fatalf("read back as %+v", back)
+			}
+		})
+	}
+}
+
+// A cost that is not a number has no JSON: its attempt is stored without it,
+// and the list is kept.
+func TestEncodeAttemptsWithoutANumber(t *testing.T) {
+	for _, c := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		t.Run(fmt.Sprint(c), func(t *testing.T) {
+			ok := 0.5
+			as := []Attempt{{Target: "a/b", Outcome: "stream_cut", Tokens: &Tokens{Prompt: 1}, CostUSD: &c},
+				{Target: "c/d", Outcome: "ok", Status: 200, CostUSD: &ok}}
+			back := decodeAttempts(encodeAttempts(as))
+			if len(back) != 2 || back[0].CostUSD != nil || back[0].Tokens == nil || back[1].CostUSD == nil || *back[1].CostUSD != ok {
+				t.Fatalf("stored as %+v", back)
+			}
+			if as[0].CostUSD == nil {
+				t.Fatal("the record's own attempt lost its cost")
 			}
 		})
 	}

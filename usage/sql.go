@@ -74,6 +74,9 @@ func (s *sqlStore) Write(ctx context.Context, batch []Record) error {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if s.closed.Load() { // Close ran while this write waited for the lock
+		return ErrClosed
+	}
 	if s.liteName != "" {
 		return s.writeLite(ctx, batch)
 	}
@@ -125,7 +128,7 @@ func (s *sqlStore) Write(ctx context.Context, batch []Record) error {
 // writeLite is Write on SQLite's own API (see liteConn).
 func (s *sqlStore) writeLite(ctx context.Context, batch []Record) error {
 	if s.lconn == nil {
-		c, err := openLiteConn(s.liteName)
+		c, err := openLiteConn(ctx, s.liteName)
 		if err != nil {
 			return err
 		}

@@ -2,9 +2,9 @@ package usage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -35,12 +35,18 @@ type liteConn struct {
 	buf                     uintptr         // C memory for one statement's text values
 	bufCap                  int
 	vals                    []value
-	// ctx is the write's, for liteBusy (which runs on the writing goroutine).
+	// ctx is the write's (or the open's), for liteBusy, which runs on the
+	// writing goroutine, and for err; id is the conn's key in liteConns.
 	ctx context.Context
+	id  uintptr
 }
 
-// liteConns finds the liteConn of a database handle, for liteBusy.
-var liteConns sync.Map
+// liteConns finds a liteConn by its id, the argument SQLite hands liteBusy
+// (an id, not the handle: a closed handle's address is soon another's).
+var (
+	liteConns  sync.Map
+	liteConnID atomic.Uint64
+)
 
 // Busy waits: up to liteBusyTimeout in steps of liteBusyStep, ended early
 // when the write's context is done (a stalled file must not hold Close past
@@ -50,12 +56,12 @@ const (
 	liteBusyStep    = 10 * time.Millisecond
 )
 
-type liteBusyFunc = func(tls *libc.TLS, db uintptr, count int32) int32
+type liteBusyFunc = func(tls *libc.TLS, id uintptr, count int32) int32
 
 // liteBusy is the connection's busy handler: 1 retries, 0 gives up (the
 // statement fails SQLITE_BUSY).
-func liteBusy(_ *libc.TLS, db uintptr, count int32) int32 {
-	v, ok := liteConns.Load(db)
+func liteBusy(_ *libc.TLS, id uintptr, count int32) int32 {
+	v, ok := liteConns.Load(id)
 	if !ok || time.Duration(count)*liteBusyStep >= liteBusyTimeout {
 		return 0
 	}
@@ -74,9 +80,11 @@ func liteBusy(_ *libc.TLS, db uintptr, count int32) int32 {
 }
 
 // openLiteConn opens name (the URI the store's database/sql pool opened) for
-// writing; its journal mode (WAL) is the file's already.
-func openLiteConn(name string) (*liteConn, error) {
-	c := &liteConn{tls: libc.NewTLS(), stmts: map[int]uintptr{}}
+// writing; its journal mode (WAL) is the file's already. A wait for a locked
+// file ends with ctx.
+func openLiteConn(ctx context.Context, name string) (*liteConn, error) {
+	c := &liteConn{tls: libc.NewTLS(), stmts: map[int]uintptr{}, id: uintptr(liteConnID.Add(1)), ctx: ctx}
+	defer func() { c.ctx = nil }()
 	cname, err := libc.CString(name)
 	if err != nil {
 		c.tls.Close()
@@ -93,8 +101,8 @@ func openLiteConn(name string) (*liteConn, error) {
 		return nil, err
 	}
 	sqlite3.Xsqlite3_extended_result_codes(c.tls, c.db, 1)
-	liteConns.Store(c.db, c)
-	sqlite3.Xsqlite3_busy_handler(c.tls, c.db, *(*uintptr)(unsafe.Pointer(&struct{ f liteBusyFunc }{liteBusy})), c.db)
+	liteConns.Store(c.id, c)
+	sqlite3.Xsqlite3_busy_handler(c.tls, c.db, *(*uintptr)(unsafe.Pointer(&struct{ f liteBusyFunc }{liteBusy})), c.id)
 	if err := c.run("PRAGMA synchronous = NORMAL"); err != nil {
 		c.close()
 		return nil, err
@@ -287,13 +295,11 @@ func (c *liteConn) err(what string, rc int32) error {
 	if c.db != 0 {
 		msg = libc.GoString(sqlite3.Xsqlite3_errmsg(c.tls, c.db))
 	}
-	if rc&0xff == sqlite3.SQLITE_INTERRUPT {
-		return fmt.Errorf("usage store %s: %w", what, errInterrupted)
+	if c.ctx != nil && c.ctx.Err() != nil { // interrupted, or a busy wait cut short
+		return fmt.Errorf("usage store %s: %w (%s)", what, context.Cause(c.ctx), msg)
 	}
 	return fmt.Errorf("usage store %s: %s (%d)", what, msg, rc)
 }
-
-var errInterrupted = errors.New("interrupted")
 
 // close finalizes the statements and closes the connection (rolling back a
 // transaction left open).
@@ -307,8 +313,8 @@ func (c *liteConn) close() {
 				sqlite3.Xsqlite3_finalize(c.tls, st)
 			}
 		}
+		liteConns.Delete(c.id)
 		sqlite3.Xsqlite3_close_v2(c.tls, c.db)
-		liteConns.Delete(c.db)
 		c.db = 0
 	}
 	if c.buf != 0 {
