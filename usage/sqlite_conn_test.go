@@ -204,4 +204,3 @@ func TestLiteConnWaitsForALockOnlyWhileTheContextLasts(t *testing.T) {
 		t.Fatalf("%d rows, want 3", len(rows))
 	}
 }
-
