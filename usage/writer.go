@@ -49,6 +49,9 @@ type WriterConfig struct {
 type Writer struct {
 	cfg   WriterConfig
 	queue chan Record
+	// full wakes the writer when a batch is queued; otherwise it wakes on its
+	// ticker alone (woken by every record, it cost a goroutine switch each).
+	full  chan struct{}
 	quit  chan struct{}
 	done  chan struct{}
 	once  sync.Once
@@ -75,7 +78,8 @@ func NewWriter(cfg WriterConfig) *Writer {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
-	w := &Writer{cfg: cfg, queue: make(chan Record, cfg.QueueSize), quit: make(chan struct{}), done: make(chan struct{})}
+	w := &Writer{cfg: cfg, queue: make(chan Record, cfg.QueueSize), full: make(chan struct{}, 1),
+		quit: make(chan struct{}), done: make(chan struct{})}
 	w.abortCtx, w.abort = context.WithCancel(context.Background())
 	go w.loop()
 	return w
@@ -85,6 +89,12 @@ func NewWriter(cfg WriterConfig) *Writer {
 func (w *Writer) Add(r Record) bool {
 	select {
 	case w.queue <- r:
+		if len(w.queue) >= w.cfg.BatchSize {
+			select {
+			case w.full <- struct{}{}:
+			default: // already woken
+			}
+		}
 		return true
 	default:
 		w.drop(DropQueueFull, 1)
@@ -130,35 +140,37 @@ func (w *Writer) loop() {
 	batch := make([]Record, 0, w.cfg.BatchSize)
 	tick := time.NewTicker(w.cfg.FlushInterval)
 	defer tick.Stop()
-	flush := func() {
-		if len(batch) > 0 {
-			w.write(batch)
-			batch = batch[:0]
-		}
-	}
 	for {
 		select {
-		case r := <-w.queue:
-			batch = append(batch, r)
-			if len(batch) >= w.cfg.BatchSize {
-				flush()
-			}
+		case <-w.full:
 		case <-tick.C:
-			flush()
 		case <-w.quit:
-			for {
-				select {
-				case r := <-w.queue:
-					batch = append(batch, r)
-					if len(batch) >= w.cfg.BatchSize {
-						flush()
-					}
-				default:
-					flush()
-					return
-				}
-			}
+			w.writeQueued(batch)
+			return
 		}
+		w.writeQueued(batch)
+	}
+}
+
+// writeQueued writes what is queued, in batches of at most BatchSize (batch is
+// the space for one).
+func (w *Writer) writeQueued(batch []Record) {
+	for {
+		batch = batch[:0]
+		for len(batch) < w.cfg.BatchSize {
+			select {
+			case r := <-w.queue:
+				batch = append(batch, r)
+				continue
+			default:
+			}
+			break
+		}
+		if len(batch) == 0 {
+			return
+		}
+		w.write(batch)
+		clear(batch) // the records' strings are not kept alive by the spare batch
 	}
 }
 
