@@ -51,10 +51,10 @@ type Writer struct {
 	queue chan Record
 	// full wakes the writer when a batch is queued; otherwise it wakes on its
 	// ticker alone (woken by every record, it cost a goroutine switch each).
-	full  chan struct{}
-	quit  chan struct{}
-	done  chan struct{}
-	once  sync.Once
+	full chan struct{}
+	quit chan struct{}
+	done chan struct{}
+	once sync.Once
 	// abort ends a write in progress when Close's deadline passes.
 	abortCtx context.Context
 	abort    context.CancelFunc
