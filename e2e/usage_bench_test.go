@@ -2,12 +2,16 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,22 +81,84 @@ func BenchmarkUsageLedger(b *testing.B) {
 			defer func() { b.ReportMetric(float64(testutil.CPUTime()-cpu)/float64(b.N), "cpu-ns/op") }()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					req, _ := http.NewRequest(http.MethodPost, g.base+"/chat/completions", strings.NewReader(chatBody+"}"))
-					req.Header.Set("Authorization", "Bearer sk-master")
-					req.Header.Set("Content-Type", "application/json")
-					resp, err := client.Do(req)
-					if err != nil {
+					if err := benchChat(client, g); err != nil {
 						b.Error(err)
-						return
-					}
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != http.StatusOK {
-						b.Errorf("status %d", resp.StatusCode)
 						return
 					}
 				}
 			})
 		})
 	}
+}
+
+// benchChat is one REST chat call of the ledger's benchmarks.
+func benchChat(client *http.Client, g *gateway) error {
+	req, _ := http.NewRequest(http.MethodPost, g.base+"/chat/completions", strings.NewReader(chatBody+"}"))
+	req.Header.Set("Authorization", "Bearer sk-master")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// BenchmarkUsageLedgerRatio makes BenchmarkUsageLedger's comparison within one
+// run, where the machine's drift falls on both sides alike: a gateway with the
+// ledger off and one with it on (SQLite) serve alternating phases of the same
+// REST load at c=32, the order swapped each round, each phase ending with the
+// same idle wait, in which the ledger's writer (flushing every 20 ms) stores the
+// phase's records. It reports "on" over "off" in percent: ledger-cpu-% (this
+// process's CPU per request) and ledger-allocs-% (allocations per request).
+// The in-process client and fake upstream cost both sides the same, so the
+// gateway's own share is larger (the README gives it from a CPU profile).
+//
+//	go test ./e2e -run '^$' -bench BenchmarkUsageLedgerRatio -benchtime 40000x
+func BenchmarkUsageLedgerRatio(b *testing.B) {
+	const phase, clients = 2000, 32
+	sides := []*gateway{benchGateway(b, "usage:\n  store: none\n"), benchGateway(b, usageYAML+"usage:\n  flush_interval: 20ms\n")}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	var cpu [2]time.Duration
+	var allocs [2]uint64
+	var ms runtime.MemStats
+	run := func(g *gateway, n int) {
+		var left atomic.Int64
+		left.Store(int64(n))
+		var wg sync.WaitGroup
+		for range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for left.Add(-1) >= 0 {
+					if err := benchChat(client, g); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		time.Sleep(100 * time.Millisecond) // five flush intervals: the writer stores the phase's records
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for round, done := 0, 0; done < b.N; round, done = round+1, done+phase {
+		n := min(phase, b.N-done)
+		for k := range 2 {
+			side := (round + k) % 2
+			runtime.ReadMemStats(&ms)
+			c0, a0 := testutil.CPUTime(), ms.Mallocs
+			run(sides[side], n)
+			runtime.ReadMemStats(&ms)
+			cpu[side] += testutil.CPUTime() - c0
+			allocs[side] += ms.Mallocs - a0
+		}
+	}
+	b.ReportMetric(100*(float64(cpu[1])/float64(cpu[0])-1), "ledger-cpu-%")
+	b.ReportMetric(100*(float64(allocs[1])/float64(allocs[0])-1), "ledger-allocs-%")
 }

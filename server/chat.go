@@ -108,9 +108,8 @@ func (s *chatService) CreateChatCompletion(ctx context.Context, req *pb.ChatComp
 	call := callOf(ctx)
 	call.Trace = &rep.trace
 	resp, route, err := s.router.Chat(ctx, req, call)
-	rep.target = route
-	if route.Provider != "" {
-		_ = grpc.SetHeader(ctx, metadata.Pairs(mdTarget, route.String()))
+	if name := rep.setTarget(route); name != "" {
+		_ = grpc.SetHeader(ctx, metadata.Pairs(mdTarget, name))
 	}
 	if err != nil {
 		return nil, toStatus(s.log, err)
@@ -140,12 +139,12 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 	upstream, release := context.WithCancel(ctx)
 	defer release()
 	st, route, err := s.router.Stream(upstream, req, call)
-	rep.target = route
+	name := rep.setTarget(route)
 	if err != nil {
 		return toStatus(s.log, err)
 	}
 	defer st.Close()
-	_ = out.SetHeader(metadata.Pairs(mdTarget, route.String()))
+	_ = out.SetHeader(metadata.Pairs(mdTarget, name))
 	sse := sseFrom(ctx)
 	pender, _ := st.(providers.Pender)
 	if raw, ok := st.(providers.RawStream); ok && sse != nil {

@@ -82,9 +82,8 @@ func (s *embeddingService) CreateEmbeddings(ctx context.Context, req *pb.CreateE
 			}
 			return e.Embed(ctx, a, req)
 		})
-	rep.target = route
-	if route.Provider != "" {
-		_ = grpc.SetHeader(ctx, metadata.Pairs(mdTarget, route.String()))
+	if name := rep.setTarget(route); name != "" {
+		_ = grpc.SetHeader(ctx, metadata.Pairs(mdTarget, name))
 	}
 	if err != nil {
 		return nil, toStatus(s.log, err)

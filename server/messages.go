@@ -167,9 +167,8 @@ func (s messagesService) create(ctx context.Context, req messageRequest) ([]byte
 
 // routed names the target on the request line and in X-Switchyard-Target.
 func (s messagesService) routed(ctx context.Context, rep *report, route router.Route) {
-	rep.target = route
-	if route.Provider != "" {
-		_ = grpc.SetHeader(ctx, metadata.Pairs(mdTarget, route.String()))
+	if name := rep.setTarget(route); name != "" {
+		_ = grpc.SetHeader(ctx, metadata.Pairs(mdTarget, name))
 	}
 }
 

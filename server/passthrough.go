@@ -87,7 +87,7 @@ func (s *passthroughService) serve(ctx context.Context, w http.ResponseWriter, r
 			param: "provider", message: "no provider named '" + name + "' is configured (passthrough is /p/{provider}/{path})"})
 	}
 	rep := reportOf(ctx)
-	rep.target = router.Route{Provider: name}
+	rep.setTarget(router.Route{Provider: name})
 	fw, ok := t.Provider.(providers.Passthrough)
 	if !ok {
 		return toStatus(s.log, unsupportedEndpoint(name, s.providers[name].Type, "passthrough"))

@@ -43,21 +43,34 @@ func fromREST(ctx context.Context) bool {
 // report is what one request did; the interceptor creates it, handlers fill it,
 // and it becomes one log line and the request metrics.
 type report struct {
-	id        string // request id
-	surface   string
-	start     time.Time
-	model     string       // as asked
-	target    router.Route // that answered (or failed last)
-	stream    bool
-	op        string // the endpoint kind in spans: "" is chat
-	key       string // the virtual key's id ("" for the master key or none)
-	trace     router.Trace
-	tokensIn  int
-	tokensOut int
-	usage     reportUsage // the usage ledger's part (server/usage.go)
+	id      string // request id
+	surface string
+	start   time.Time
+	model   string       // as asked
+	target  router.Route // that answered (or failed last)
+	// targetName is target as "provider/model" (setTarget): the response
+	// header, the log line and the ledger's attempt share one string.
+	targetName string
+	stream     bool
+	op         string // the endpoint kind in spans: "" is chat
+	key        string // the virtual key's id ("" for the master key or none)
+	trace      router.Trace
+	tokensIn   int
+	tokensOut  int
+	usage      reportUsage // the usage ledger's part (server/usage.go)
 }
 
 type reportKey struct{}
+
+// setTarget notes the target that answered (or failed last) and returns its
+// name ("" for none).
+func (r *report) setTarget(route router.Route) string {
+	r.target, r.targetName = route, ""
+	if route.Provider != "" {
+		r.targetName = route.String()
+	}
+	return r.targetName
+}
 
 func reportOf(ctx context.Context) *report {
 	if r, ok := ctx.Value(reportKey{}).(*report); ok {
@@ -108,7 +121,7 @@ func (r *report) finish(ctx context.Context, log *slog.Logger, m *metrics.Metric
 		attrs = append(attrs, slog.String("key", r.key))
 	}
 	if r.target.Provider != "" {
-		attrs = append(attrs, slog.String("target", r.target.String()))
+		attrs = append(attrs, slog.String("target", r.targetName))
 	}
 	if len(r.trace.Resumes) > 0 { // the stream was continued on these targets (stream_resume)
 		attrs = append(attrs, slog.String("resumed_to", strings.Join(r.trace.Resumes, ",")))
@@ -139,7 +152,7 @@ func (r *report) annotate(span trace.Span, err error) {
 			attribute.Int("gen_ai.usage.input_tokens", r.tokensIn), attribute.Int("gen_ai.usage.output_tokens", r.tokensOut))
 	}
 	if r.target.Provider != "" {
-		span.SetAttributes(attribute.String("switchyard.target", r.target.String()), attribute.String("gen_ai.provider.name", r.target.Provider),
+		span.SetAttributes(attribute.String("switchyard.target", r.targetName), attribute.String("gen_ai.provider.name", r.target.Provider),
 			attribute.String("gen_ai.response.model", r.target.Model))
 	}
 	if err != nil {

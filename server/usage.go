@@ -109,7 +109,7 @@ func (r *report) record(ctx context.Context, method string, httpStatus int, err 
 	if u.virtual != nil && u.virtual(r.model) {
 		rec.VirtualModel = r.model
 	}
-	u.log.Each(func(a router.AttemptInfo) { rec.Attempts = append(rec.Attempts, attemptOf(a)) })
+	u.log.Each(func(a router.AttemptInfo) { rec.Attempts = append(rec.Attempts, attemptOf(a, r.target, r.targetName)) })
 	tk := usage.Tokens{Prompt: int64(r.tokensIn), Completion: int64(r.tokensOut), Cached: int64(u.cached), CacheWrite: int64(u.cacheWrite)}
 	if endpoint != usage.EndpointMessages {
 		tk = usage.FromOpenAI(tk.Prompt, tk.Completion, int64(u.total), int64(u.cached), int64(u.reasoning))
@@ -212,8 +212,8 @@ func (r *report) returnUsage(ctx context.Context, rec *usage.Record) {
 	if rec.Tokens.Total() == 0 && rec.CostUSD == nil {
 		return
 	}
-	// One backing array for the values: this runs on every request.
-	vals := make([]string, 0, 6)
+	// One backing array for the values, the report's: this runs on every request.
+	vals := r.usage.vals[:0]
 	md := make(metadata.MD, 6)
 	set := func(k, v string) {
 		vals = append(vals, v)
@@ -236,9 +236,14 @@ func (r *report) returnUsage(ctx context.Context, rec *usage.Record) {
 	}
 }
 
-// attemptOf is one attempt as the ledger lists it.
-func attemptOf(a router.AttemptInfo) usage.Attempt {
-	out := usage.Attempt{Target: a.Route.String(), Outcome: "ok", Latency: a.Latency}
+// attemptOf is one attempt as the ledger lists it; an attempt at the final
+// target takes its name (finalName) rather than making another.
+func attemptOf(a router.AttemptInfo, final router.Route, finalName string) usage.Attempt {
+	name := finalName
+	if a.Route != final || name == "" {
+		name = a.Route.String()
+	}
+	out := usage.Attempt{Target: name, Outcome: "ok", Latency: a.Latency}
 	if a.Err == nil {
 		out.Status = 200
 		return out
@@ -293,6 +298,9 @@ type reportUsage struct {
 	// Upstream usage details: total, cached, cache writes (Anthropic), reasoning.
 	total, cached, cacheWrite, reasoning int
 	reported                             bool
+	// vals backs the usage metadata's values (returnUsage): the report lives
+	// as long as the request, which the metadata does not outlive.
+	vals [6]string
 }
 
 // attach makes the report collect what the ledger records (nothing without one).
