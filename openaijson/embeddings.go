@@ -37,7 +37,8 @@ func UnmarshalEmbeddingsRequest(data []byte, req *pb.CreateEmbeddingsRequest) er
 
 func (d *decoder) embeddingsRequest(req *pb.CreateEmbeddingsRequest) error {
 	m := req.ProtoReflect()
-	fields, extraFd := fieldsOf(m.Descriptor())
+	ix := d.s.index(m.Descriptor())
+	extraFd := ix.extra
 	var extra *structpb.Struct
 	err := d.s.object(func(key []byte) error {
 		if string(key) == "input" {
@@ -50,7 +51,7 @@ func (d *decoder) embeddingsRequest(req *pb.CreateEmbeddingsRequest) error {
 			req.Input = in
 			return nil
 		}
-		fd := fields[string(key)]
+		fd := ix.get(key)
 		if fd == nil {
 			v, err := d.s.value()
 			if err != nil {

@@ -71,13 +71,13 @@ func (s *scanner) checkRawMessages(md protoreflect.MessageDescriptor) (ok bool) 
 // checkRawObject checks an object for message md, as decoder.message decodes it;
 // seen hears each known field just before its value is checked.
 func (s *scanner) checkRawObject(md protoreflect.MessageDescriptor, c *rawCheck, seen func(protoreflect.FieldDescriptor)) error {
-	fields, extraFd := fieldsOf(md)
+	ix := s.index(md)
 	var ks keySet
 	return s.object(func(key []byte) error {
 		c.noteKey(&ks, key)
-		fd := fields[string(key)]
+		fd := ix.get(key)
 		if fd == nil {
-			if extraFd == nil {
+			if ix.extra == nil {
 				return s.skip()
 			}
 			return s.countValue(c) // kept in extra, as a Value

@@ -6,6 +6,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // MaxDepth is the deepest nesting of arrays and objects any decoder here accepts
@@ -32,6 +34,9 @@ type scanner struct {
 	pos    int
 	depth  int // arrays and objects open at pos
 	values int // google.protobuf.Values built so far
+	// lastMD and lastIx are the field index index looked up last.
+	lastMD protoreflect.MessageDescriptor
+	lastIx *fieldIndex
 }
 
 // The values budget bounds the memory one decode builds: a Value costs some 60-110
