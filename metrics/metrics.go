@@ -28,6 +28,9 @@ type Metrics struct {
 	duration           *prometheus.HistogramVec
 	ttft               *prometheus.HistogramVec
 	inflight           *prometheus.GaugeVec
+	// inflightBy holds the gauges of the surfaces (Surfaces), made once:
+	// WithLabelValues hashes its labels on each call, twice a request.
+	inflightBy [len(Surfaces)]prometheus.Gauge
 	attempts           *prometheus.CounterVec
 	retries            *prometheus.CounterVec
 	failovers          *prometheus.CounterVec
@@ -56,6 +59,9 @@ func New() *Metrics {
 		[]string{"provider", "model"})
 	m.inflight = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "switchyard_requests_in_flight",
 		Help: "Requests being served."}, []string{"surface"})
+	for i, s := range Surfaces {
+		m.inflightBy[i] = m.inflight.WithLabelValues(s)
+	}
 	m.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchyard_upstream_attempts_total",
 		Help: "Upstream HTTP attempts by outcome: success, retryable_status, status, transport_error, timeout, cancelled."},
 		[]string{"provider", "model", "outcome"})
@@ -116,13 +122,32 @@ func (m *Metrics) Model(model string) string {
 // Request records one finished request.
 func (m *Metrics) Request(surface, endpoint, provider, model string, httpStatus int, stream bool, d time.Duration) {
 	s := strconv.FormatBool(stream)
-	m.requests.WithLabelValues(surface, endpoint, provider, m.Model(model), strconv.Itoa(httpStatus/100)+"xx", s).Inc()
+	m.requests.WithLabelValues(surface, endpoint, provider, m.Model(model), statusClass(httpStatus), s).Inc()
 	m.duration.WithLabelValues(surface, endpoint, s).Observe(d.Seconds())
 }
 
+// Surfaces are the surfaces requests arrive on (the surface label's values).
+var Surfaces = [...]string{"rest", "grpc"}
+
 // InFlight adds delta to the in-flight gauge.
 func (m *Metrics) InFlight(surface string, delta float64) {
+	for i, s := range Surfaces {
+		if s == surface {
+			m.inflightBy[i].Add(delta)
+			return
+		}
+	}
 	m.inflight.WithLabelValues(surface).Add(delta)
+}
+
+// statusClasses are the status_class label's values, by status / 100.
+var statusClasses = [...]string{"0xx", "1xx", "2xx", "3xx", "4xx", "5xx"}
+
+func statusClass(status int) string {
+	if c := status / 100; c >= 0 && c < len(statusClasses) {
+		return statusClasses[c]
+	}
+	return strconv.Itoa(status/100) + "xx"
 }
 
 // TimeToFirstToken records a stream's time to its first event.

@@ -138,3 +138,45 @@ func TestScrapeWithMoreModelsThanTheLabelBound(t *testing.T) {
 		require.True(t, strings.Contains(body, `switchyard_requests_total{endpoint="CreateChatCompletion",model="other",provider="up",status_class="2xx",stream="true",surface="rest"}`))
 	}
 }
+
+// gathered is one family's series as `label=value:count-or-gauge` lines,
+// sorted, naming the one label given.
+func gathered(t *testing.T, m *metrics.Metrics, name, label string) []string {
+	t.Helper()
+	mfs, err := m.Registry().Gather()
+	require.NoError(t, err)
+	var out []string
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == label {
+					out = append(out, fmt.Sprintf("%s=%g", l.GetValue(), s.GetGauge().GetValue()+s.GetCounter().GetValue()))
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// In-flight requests are counted per surface, the known ones through gauges
+// made once and any other through the vector; status classes are named by
+// their hundreds.
+func TestInFlightAndStatusClasses(t *testing.T) {
+	m := metrics.New()
+	m.InFlight("rest", 1)
+	m.InFlight("rest", 1)
+	m.InFlight("grpc", 1)
+	m.InFlight("rest", -1)
+	m.InFlight("other", 1)
+	require.Equal(t, []string{"grpc=1", "other=1", "rest=1"}, gathered(t, m, "switchyard_requests_in_flight", "surface"))
+
+	for _, st := range []int{200, 201, 404, 429, 502, 0, 99, 600, 1000} {
+		m.Request("rest", "chat", "up", "m", st, false, time.Millisecond)
+	}
+	require.Equal(t, []string{"0xx=2", "10xx=1", "2xx=2", "4xx=2", "5xx=1", "6xx=1"},
+		gathered(t, m, "switchyard_requests_total", "status_class"))
+}
