@@ -24,13 +24,13 @@ type Metrics struct {
 	reg   *prometheus.Registry
 	known atomic.Pointer[func(string) bool]
 
-	requests           *prometheus.CounterVec
-	duration           *prometheus.HistogramVec
-	ttft               *prometheus.HistogramVec
-	inflight           *prometheus.GaugeVec
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	ttft     *prometheus.HistogramVec
+	inflight *prometheus.GaugeVec
 	// inflightBy holds the gauges of the surfaces (Surfaces), made once:
 	// WithLabelValues hashes its labels on each call, twice a request.
-	inflightBy [len(Surfaces)]prometheus.Gauge
+	inflightBy         [len(Surfaces)]prometheus.Gauge
 	attempts           *prometheus.CounterVec
 	retries            *prometheus.CounterVec
 	failovers          *prometheus.CounterVec
