@@ -24,6 +24,7 @@ type redisShared struct {
 	keys   *redisstate.Keys
 	vms    *redisstate.VirtualModels
 	brk    *redisstate.Breakers
+	sp     *redisstate.Spend
 	stop   func()
 }
 
@@ -60,7 +61,8 @@ func (s *redisShared) spend() usage.Totals {
 	if s == nil {
 		return nil
 	}
-	return redisstate.NewSpend(s.client)
+	s.sp = redisstate.NewSpend(s.client)
+	return s.sp
 }
 
 // state is the limits backend and key store the rest of the app uses.
@@ -97,6 +99,9 @@ func (s *redisShared) close() {
 	}
 	if s.stop != nil {
 		s.stop()
+	}
+	if s.sp != nil {
+		s.sp.Close() // what the last requests spent, before the client goes
 	}
 	_ = s.client.Close()
 }

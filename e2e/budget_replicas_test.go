@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard/switchyard/internal/fakeupstream"
@@ -12,13 +13,14 @@ import (
 )
 
 // A virtual key's budget holds across replicas sharing Redis, as its limits
-// do: what it spent through one replica counts on the others.
+// do: what it spent through one replica counts on the others (within
+// redisstate.PushDelay).
 func TestBudgetHoldsAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	redis := redistest.New(t)
+	rsrv := redistest.New(t)
 	up := fakeupstream.New()
 	t.Cleanup(up.Close)
-	shared := withYAML(usageYAML + "state:\n  redis:\n    url: " + redis.URL() + "\n    prefix: \"" + t.Name() + ":\"\n")
+	shared := withYAML(usageYAML + "state:\n  redis:\n    url: " + rsrv.URL() + "\n    prefix: \"" + t.Name() + ":\"\n")
 	a, b := startWith(t, up, keysYAML, shared), startWith(t, up, keysYAML, shared)
 	_, secret := createKey(t, a, `{"name":"capped","models":["*"],"budget_usd":0.00005,"budget_period":"day"}`)
 	auth := []string{"Authorization", "Bearer " + secret}
@@ -35,6 +37,19 @@ func TestBudgetHoldsAcrossReplicas(t *testing.T) {
 	// Each call costs half the budget (fakeCost): one through each replica spends it.
 	require.Equal(t, http.StatusOK, post(t, a.base+"/chat/completions", chatBody+"}", auth...).StatusCode)
 	require.Equal(t, http.StatusOK, post(t, b.base+"/chat/completions", chatBody+"}", auth...).StatusCode)
+	// A replica's spend reaches Redis off the request's path, within
+	// redisstate.PushDelay: once both calls' spend is there, every replica
+	// refuses the next call (not one that its own spend alone would refuse).
+	rdb := goredis.NewClient(&goredis.Options{Addr: rsrv.Addr()})
+	defer rdb.Close()
+	require.Eventually(t, func() bool {
+		keys, err := rdb.Keys(t.Context(), t.Name()+":spend:*:day:*").Result()
+		if err != nil || len(keys) != 1 {
+			return false
+		}
+		v, err := rdb.Get(t.Context(), keys[0]).Float64()
+		return err == nil && v >= 0.00005-1e-12
+	}, 5*time.Second, 10*time.Millisecond, "both calls' spend reaches Redis")
 	for name, g := range map[string]*gateway{"a": a, "b": b} {
 		resp := post(t, g.base+"/chat/completions", chatBody+"}", auth...)
 		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "replica %s counts what the other spent", name)

@@ -19,22 +19,71 @@ import (
 // while Redis cannot: during an outage a replica judges budgets by what it saw
 // itself (a budget may then be overspent by up to what the other replicas spend
 // meanwhile; it never blocks a call).
+//
+// A request's spend reaches Redis off its path: Add notes it here, and a
+// background push sends what was added in the last PushDelay in one round
+// trip. A replica sees its own spend at once (Get adds what it has not pushed
+// yet); the others see it within PushDelay and a round trip.
 type Spend struct {
 	c     *Client
 	local *usage.Memory
 
 	mu      sync.Mutex
 	pending map[pendingKey]float64 // spend Redis has not taken yet, by total
+
+	kick chan struct{} // an Add since the last push
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
 }
+
+// PushDelay is the longest a replica's spend waits before it is pushed to
+// Redis, gathering the requests that end meanwhile into one round trip.
+const PushDelay = 50 * time.Millisecond
 
 type pendingKey struct {
 	key, period string
 	start       time.Time
 }
 
-// NewSpend shares budgets' totals through c.
+// NewSpend shares budgets' totals through c; Close pushes what is left.
 func NewSpend(c *Client) *Spend {
-	return &Spend{c: c, local: usage.NewMemory(), pending: map[pendingKey]float64{}}
+	s := &Spend{c: c, local: usage.NewMemory(), pending: map[pendingKey]float64{},
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go s.run()
+	return s
+}
+
+// run pushes the spend PushDelay after an Add, until Close.
+func (s *Spend) run() {
+	defer close(s.done)
+	wait := time.NewTimer(PushDelay)
+	wait.Stop()
+	for {
+		select {
+		case <-s.kick:
+		case <-s.stop:
+			return
+		}
+		wait.Reset(PushDelay)
+		select {
+		case <-wait.C:
+		case <-s.stop:
+			wait.Stop()
+			return
+		}
+		s.Push()
+	}
+}
+
+// Close stops the background pushes and pushes what is pending (once: spend
+// Redis cannot take then is this replica's alone, kept in the store's records).
+func (s *Spend) Close() {
+	s.once.Do(func() {
+		close(s.stop)
+		<-s.done
+		s.Push()
+	})
 }
 
 var _ usage.Totals = (*Spend)(nil)
@@ -51,9 +100,8 @@ func ttl(period string) time.Duration {
 	return 2 * 24 * time.Hour
 }
 
-// Add implements usage.Totals: one round trip (INCRBYFLOAT and EXPIRE). Spend
-// Redis cannot take now is kept and added with the next one it takes, so an
-// outage delays this replica's spend in the shared total but never loses it.
+// Add implements usage.Totals without waiting for Redis: the spend is pushed
+// within PushDelay.
 func (s *Spend) Add(key, period string, start time.Time, usd float64) {
 	s.local.Add(key, period, start, usd)
 	if usd == 0 {
@@ -61,6 +109,23 @@ func (s *Spend) Add(key, period string, start time.Time, usd float64) {
 	}
 	s.mu.Lock()
 	s.pending[pendingKey{key, period, start}] += usd
+	s.mu.Unlock()
+	select {
+	case s.kick <- struct{}{}:
+	default: // a push is due already
+	}
+}
+
+// Push sends the pending spend to Redis now, in one round trip (INCRBYFLOAT
+// and EXPIRE per total). Spend Redis cannot take is kept and sent with the
+// next push it takes, so an outage delays this replica's spend in the shared
+// total but never loses it.
+func (s *Spend) Push() {
+	s.mu.Lock()
+	if len(s.pending) == 0 {
+		s.mu.Unlock()
+		return
+	}
 	batch := s.pending
 	s.pending = map[pendingKey]float64{}
 	s.mu.Unlock()
@@ -70,6 +135,10 @@ func (s *Spend) Add(key, period string, start time.Time, usd float64) {
 			s.pending[k] += v
 		}
 		s.mu.Unlock()
+		select { // and tried again, once Redis answers (health paces the tries)
+		case s.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 

@@ -16,13 +16,16 @@ import (
 // answer each replica judges by what it saw itself.
 func TestSpendIsSharedByReplicas(t *testing.T) {
 	srv := redistest.New(t)
-	a, b := NewSpend(open(t, srv, Allow)), NewSpend(open(t, srv, Allow))
+	a, b := newSpend(t, open(t, srv, Allow)), newSpend(t, open(t, srv, Allow))
 	// open gives each client the test's prefix: both replicas share it.
 	day := usage.PeriodStart(usage.PeriodDay, time.Now())
 
 	t.Run("one replica's spend is every replica's", func(t *testing.T) {
 		a.Add("key_1", usage.PeriodDay, day, 0.25)
+		require.InDelta(t, 0.25, a.Get("key_1", usage.PeriodDay, day), 1e-9, "a sees its own spend before it is pushed")
 		b.Add("key_1", usage.PeriodDay, day, 0.5)
+		a.Push()
+		b.Push()
 		require.InDelta(t, 0.75, a.Get("key_1", usage.PeriodDay, day), 1e-9)
 		require.InDelta(t, 0.75, b.Get("key_1", usage.PeriodDay, day), 1e-9)
 		require.Zero(t, a.Get("key_1", usage.PeriodDay, day.AddDate(0, 0, 1)), "a new period starts at 0")
@@ -37,11 +40,30 @@ func TestSpendIsSharedByReplicas(t *testing.T) {
 		a.Add("key_1", usage.PeriodDay, day, 1)
 		require.InDelta(t, 1.25, a.Get("key_1", usage.PeriodDay, day), 1e-9, "a's own 0.25 + 1")
 		srv.Start()
-		require.Eventually(t, func() bool { // a's next spend, once Redis is back, takes the outage's with it
-			a.Add("key_1", usage.PeriodDay, day, 0.001)
+		require.Eventually(t, func() bool { // once Redis is back, the outage's spend is pushed with no new one
 			return b.Get("key_1", usage.PeriodDay, day) >= 1.75
 		}, 5*time.Second, 50*time.Millisecond)
 	})
+}
+
+// Spend reaches Redis within PushDelay of an Add, without another call; and
+// Close pushes what is left.
+func TestSpendIsPushedInTheBackground(t *testing.T) {
+	srv := redistest.New(t)
+	a, b := newSpend(t, open(t, srv, Allow)), newSpend(t, open(t, srv, Allow))
+	day := usage.PeriodStart(usage.PeriodDay, time.Now())
+	a.Add("key_4", usage.PeriodDay, day, 0.5)
+	require.Eventually(t, func() bool { return b.Get("key_4", usage.PeriodDay, day) == 0.5 }, 5*time.Second, 10*time.Millisecond)
+	a.Add("key_5", usage.PeriodDay, day, 0.25)
+	a.Close()
+	require.InDelta(t, 0.25, b.Get("key_5", usage.PeriodDay, day), 1e-9, "pushed by Close")
+}
+
+// newSpend is NewSpend, closed when the test ends.
+func newSpend(t *testing.T, c *Client) *Spend {
+	s := NewSpend(c)
+	t.Cleanup(s.Close)
+	return s
 }
 
 // usage.Spend seeds shared totals with Seed, not Add.
@@ -50,9 +72,9 @@ func TestUsageSpendSeedsSharedTotalsOnce(t *testing.T) {
 	c := open(t, srv, Allow)
 	st := fixedStore{"key_3": 2}
 	for range 3 { // three replicas starting
-		require.NoError(t, usage.NewSpend(NewSpend(c), nil).Seed(t.Context(), st))
+		require.NoError(t, usage.NewSpend(newSpend(t, c), nil).Seed(t.Context(), st))
 	}
-	over, spent, _ := usage.NewSpend(NewSpend(c), nil).Over("key_3", 5, usage.PeriodDay)
+	over, spent, _ := usage.NewSpend(newSpend(t, c), nil).Over("key_3", 5, usage.PeriodDay)
 	require.False(t, over)
 	require.InDelta(t, 2, spent, 1e-9)
 }
