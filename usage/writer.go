@@ -46,12 +46,20 @@ type WriterConfig struct {
 // Writer hands records to a Store in batches, off the request path. Add never
 // blocks: when the queue is full the record is dropped and counted (a metric and
 // a log line at most once a second). Close drains what is queued.
+//
+// The queue is made of batches: Add fills one, and hands it to the writer's
+// goroutine when it is full (or the ticker takes it as it is). A channel of
+// QueueSize records was a 3 MB array of pointers the garbage collector scanned
+// in every cycle, however empty, and woke the writer for every record.
 type Writer struct {
-	cfg   WriterConfig
-	queue chan Record
-	// full wakes the writer when a batch is queued; otherwise it wakes on its
-	// ticker alone (woken by every record, it cost a goroutine switch each).
-	full chan struct{}
+	cfg WriterConfig
+
+	mu     sync.Mutex
+	cur    []Record      // the batch Add fills (nil: none yet)
+	spare  []Record      // a written batch's array, for the next
+	queued int           // records in cur, in full and being written
+	full   chan []Record // batches ready for the store
+
 	quit chan struct{}
 	done chan struct{}
 	once sync.Once
@@ -78,7 +86,8 @@ func NewWriter(cfg WriterConfig) *Writer {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
-	w := &Writer{cfg: cfg, queue: make(chan Record, cfg.QueueSize), full: make(chan struct{}, 1),
+	// queued bounds the batches waiting: at most QueueSize/BatchSize full ones.
+	w := &Writer{cfg: cfg, full: make(chan []Record, cfg.QueueSize/cfg.BatchSize+1),
 		quit: make(chan struct{}), done: make(chan struct{})}
 	w.abortCtx, w.abort = context.WithCancel(context.Background())
 	go w.loop()
@@ -87,26 +96,58 @@ func NewWriter(cfg WriterConfig) *Writer {
 
 // Add queues r for the store without waiting; false when it was dropped.
 func (w *Writer) Add(r Record) bool {
-	select {
-	case w.queue <- r:
-		if len(w.queue) >= w.cfg.BatchSize {
-			select {
-			case w.full <- struct{}{}:
-			default: // already woken
-			}
-		}
-		return true
-	default:
+	w.mu.Lock()
+	if w.queued >= w.cfg.QueueSize {
+		w.mu.Unlock()
 		w.drop(DropQueueFull, 1)
 		return false
 	}
+	if w.cur == nil {
+		w.cur, w.spare = w.spare, nil
+		if w.cur == nil {
+			w.cur = make([]Record, 0, w.cfg.BatchSize)
+		}
+	}
+	w.cur = append(w.cur, r)
+	w.queued++
+	if len(w.cur) >= w.cfg.BatchSize {
+		w.full <- w.cur // never waits: queued bounds the full batches below full's capacity
+		w.cur = nil
+	}
+	w.mu.Unlock()
+	return true
+}
+
+// take is the batch being filled, for the store as it is (nil: empty).
+func (w *Writer) take() []Record {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b := w.cur
+	w.cur = nil
+	return b
+}
+
+// written gives back a written (or dropped) batch: its records leave the
+// queue, its array is kept for the next batch.
+func (w *Writer) written(b []Record) {
+	clear(b) // the records' strings are not kept alive by the spare array
+	w.mu.Lock()
+	w.queued -= len(b)
+	if w.spare == nil {
+		w.spare = b[:0]
+	}
+	w.mu.Unlock()
 }
 
 // Dropped is how many records were dropped so far, for any reason.
 func (w *Writer) Dropped() int64 { return w.dropped.Load() }
 
 // Queued is how many records wait for the store.
-func (w *Writer) Queued() int { return len(w.queue) }
+func (w *Writer) Queued() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.queued
+}
 
 func (w *Writer) drop(reason string, n int) {
 	w.dropped.Add(int64(n))
@@ -137,40 +178,37 @@ func (w *Writer) Close(ctx context.Context) error {
 func (w *Writer) loop() {
 	defer close(w.done)
 	defer w.abort()
-	batch := make([]Record, 0, w.cfg.BatchSize)
 	tick := time.NewTicker(w.cfg.FlushInterval)
 	defer tick.Stop()
+	store := func(b []Record) {
+		if len(b) > 0 {
+			w.write(b)
+		}
+		w.written(b)
+	}
 	for {
 		select {
-		case <-w.full:
+		case b := <-w.full:
+			store(b)
 		case <-tick.C:
-		case <-w.quit:
-			w.writeQueued(batch)
-			return
-		}
-		w.writeQueued(batch)
-	}
-}
-
-// writeQueued writes what is queued, in batches of at most BatchSize (batch is
-// the space for one).
-func (w *Writer) writeQueued(batch []Record) {
-	for {
-		batch = batch[:0]
-		for len(batch) < w.cfg.BatchSize {
-			select {
-			case r := <-w.queue:
-				batch = append(batch, r)
-				continue
-			default:
+			if b := w.take(); b != nil {
+				store(b)
 			}
-			break
+		case <-w.quit:
+			for {
+				select {
+				case b := <-w.full:
+					store(b)
+					continue
+				default:
+				}
+				if b := w.take(); b != nil {
+					store(b)
+					continue // the full ones first, then what was being filled
+				}
+				return
+			}
 		}
-		if len(batch) == 0 {
-			return
-		}
-		w.write(batch)
-		clear(batch) // the records' strings are not kept alive by the spare batch
 	}
 }
 

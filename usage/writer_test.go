@@ -114,3 +114,31 @@ func TestWriterDropsABatchTheStoreKeepsRefusing(t *testing.T) {
 	require.NoError(t, w.Close(context.Background()))
 	require.EqualValues(t, 2, m.DroppedCount(usage.DropStoreError))
 }
+
+// A batch is written as soon as it is full, without waiting for the ticker;
+// a partial one waits for the ticker; Queued counts both until written.
+func TestWriterWritesAFullBatchAtOnceAndAPartialOneOnItsTick(t *testing.T) {
+	cases := []struct {
+		name          string
+		records, want int
+		flush         time.Duration
+	}{
+		{"a full batch", 5, 5, time.Hour},
+		{"two full batches and a partial one", 13, 10, time.Hour},
+		{"a partial batch on its tick", 3, 3, 5 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &memStore{}
+			w := usage.NewWriter(usage.WriterConfig{Store: st, Log: quiet(), BatchSize: 5, FlushInterval: tc.flush})
+			for range tc.records {
+				require.True(t, w.Add(usage.Record{}))
+			}
+			require.Eventually(t, func() bool { return st.count() == tc.want }, 5*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return w.Queued() == tc.records-tc.want }, 5*time.Second, time.Millisecond)
+			require.NoError(t, w.Close(context.Background()))
+			require.Equal(t, tc.records, st.count(), "Close writes the rest")
+			require.Zero(t, w.Queued())
+		})
+	}
+}
