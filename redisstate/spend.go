@@ -30,6 +30,8 @@ type Spend struct {
 
 	mu      sync.Mutex
 	pending map[pendingKey]float64 // spend Redis has not taken yet, by total
+	sending map[pendingKey]float64 // the batch a push has under way (Get counts it)
+	pushMu  sync.Mutex
 
 	kick chan struct{} // an Add since the last push
 	stop chan struct{}
@@ -54,25 +56,36 @@ func NewSpend(c *Client) *Spend {
 	return s
 }
 
-// run pushes the spend PushDelay after an Add, until Close.
+// run pushes the spend PushDelay after an Add, and while Redis cannot take
+// it, again every probeInterval (health's own pace), until Close.
 func (s *Spend) run() {
 	defer close(s.done)
 	wait := time.NewTimer(PushDelay)
 	wait.Stop()
+	sleep := func(d time.Duration) bool {
+		wait.Reset(d)
+		select {
+		case <-wait.C:
+			return true
+		case <-s.stop:
+			wait.Stop()
+			return false
+		}
+	}
 	for {
 		select {
 		case <-s.kick:
 		case <-s.stop:
 			return
 		}
-		wait.Reset(PushDelay)
-		select {
-		case <-wait.C:
-		case <-s.stop:
-			wait.Stop()
-			return
+		for delay := PushDelay; ; delay = probeInterval {
+			if !sleep(delay) {
+				return
+			}
+			if s.Push() {
+				break
+			}
 		}
-		s.Push()
 	}
 }
 
@@ -117,29 +130,35 @@ func (s *Spend) Add(key, period string, start time.Time, usd float64) {
 }
 
 // Push sends the pending spend to Redis now, in one round trip (INCRBYFLOAT
-// and EXPIRE per total). Spend Redis cannot take is kept and sent with the
-// next push it takes, so an outage delays this replica's spend in the shared
-// total but never loses it.
-func (s *Spend) Push() {
+// and EXPIRE per total), and says whether none is left pending. Spend Redis
+// cannot take is kept and sent with a later push, so an outage delays this
+// replica's spend in the shared total but never loses it.
+func (s *Spend) Push() bool {
+	if s.c.health.skip() { // Redis is down: no round trip until health's next probe
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.pending) == 0
+	}
+	s.pushMu.Lock() // one push at a time (the background one, Close's, a test's)
+	defer s.pushMu.Unlock()
 	s.mu.Lock()
 	if len(s.pending) == 0 {
 		s.mu.Unlock()
-		return
+		return true
 	}
 	batch := s.pending
-	s.pending = map[pendingKey]float64{}
+	s.pending, s.sending = map[pendingKey]float64{}, batch
 	s.mu.Unlock()
-	if s.c.health.skip() || s.push(batch) != nil {
-		s.mu.Lock()
+	err := s.push(batch)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sending = nil
+	if err != nil {
 		for k, v := range batch { // back in line for the next try
 			s.pending[k] += v
 		}
-		s.mu.Unlock()
-		select { // and tried again, once Redis answers (health paces the tries)
-		case s.kick <- struct{}{}:
-		default:
-		}
 	}
+	return len(s.pending) == 0
 }
 
 // push adds batch to the shared totals in one transaction.
@@ -176,7 +195,8 @@ func (s *Spend) Get(key, period string, start time.Time) float64 {
 		return s.local.Get(key, period, start)
 	}
 	s.mu.Lock()
-	v += s.pending[pendingKey{key, period, start}] // this replica's spend not taken yet
+	k := pendingKey{key, period, start}
+	v += s.pending[k] + s.sending[k] // this replica's spend not taken yet (or being taken: counted twice, briefly, rather than not at all)
 	s.mu.Unlock()
 	return max(v, s.local.Get(key, period, start)) // never less than what this replica saw itself
 }

@@ -91,3 +91,26 @@ func (f fixedStore) List(context.Context, usage.ListFilter) (usage.Page, error) 
 }
 func (f fixedStore) SpendSince(context.Context, time.Time) (map[string]float64, error) { return f, nil }
 func (f fixedStore) Close() error                                                      { return nil }
+
+// While a push is under way, the replica still counts what it sends: a budget
+// check then never reads less than what was spent.
+func TestSpendCountsAPushUnderWay(t *testing.T) {
+	srv := redistest.New(t)
+	a, b := newSpend(t, open(t, srv, Allow)), newSpend(t, open(t, srv, Allow))
+	day := usage.PeriodStart(usage.PeriodDay, time.Now())
+	b.Add("key_6", usage.PeriodDay, day, 5)
+	require.True(t, b.Push())
+	// Redis holds writes for a while (within the client's timeout): a's push waits in its round trip.
+	require.NoError(t, a.c.Redis().Do(t.Context(), "CLIENT", "PAUSE", "150", "WRITE").Err())
+	a.Add("key_6", usage.PeriodDay, day, 1)
+	pushed := make(chan bool)
+	go func() { pushed <- a.Push() }()
+	require.Eventually(t, func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.sending != nil
+	}, 5*time.Second, time.Millisecond, "the push is under way")
+	require.GreaterOrEqual(t, a.Get("key_6", usage.PeriodDay, day), 6-1e-9, "5 in Redis, 1 being sent")
+	require.True(t, <-pushed)
+	require.InDelta(t, 6, b.Get("key_6", usage.PeriodDay, day), 1e-9)
+}

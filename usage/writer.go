@@ -80,6 +80,9 @@ func NewWriter(cfg WriterConfig) *Writer {
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = DefaultBatchSize
 	}
+	// A batch is handed over when full: one larger than half the queue would
+	// leave the writer waiting for its ticker while the queue overflows.
+	cfg.BatchSize = min(cfg.BatchSize, max(1, cfg.QueueSize/2))
 	if cfg.FlushInterval <= 0 {
 		cfg.FlushInterval = DefaultFlushInterval
 	}

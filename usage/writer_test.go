@@ -142,3 +142,19 @@ func TestWriterWritesAFullBatchAtOnceAndAPartialOneOnItsTick(t *testing.T) {
 		})
 	}
 }
+
+// A batch size above half the queue is taken as half the queue: batches are
+// still handed over as they fill, not only on the ticker.
+func TestWriterBatchLargerThanTheQueue(t *testing.T) {
+	st := &memStore{}
+	w := usage.NewWriter(usage.WriterConfig{Store: st, Log: quiet(), QueueSize: 10, BatchSize: 500, FlushInterval: time.Hour})
+	for range 10 {
+		require.True(t, w.Add(usage.Record{}))
+	}
+	require.Eventually(t, func() bool { return st.count() == 10 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, w.Close(context.Background()))
+	require.Zero(t, w.Dropped())
+	for _, b := range st.batches {
+		require.LessOrEqual(t, len(b), 5)
+	}
+}
