@@ -34,7 +34,7 @@ type scanner struct {
 	pos    int
 	depth  int // arrays and objects open at pos
 	values int // google.protobuf.Values built so far
-	// lastMD and lastIx are the field index index looked up last.
+	// lastMD and lastIx are the field index scanner.index looked up last.
 	lastMD protoreflect.MessageDescriptor
 	lastIx *fieldIndex
 }

@@ -20,7 +20,8 @@ func TestTraceLogListsEveryAttempt(t *testing.T) {
 	trace := Trace{Log: &AttemptLog{}}
 	_, _, err := f.r.Chat(context.Background(), &pb.ChatCompletionRequest{Model: "chain"}, Call{Trace: &trace})
 	require.NoError(t, err)
-	list := trace.Log.List()
+	var list []AttemptInfo
+	trace.Log.Each(func(a AttemptInfo) { list = append(list, a) })
 	require.Len(t, list, 2)
 	require.Equal(t, "a/m1", list[0].Route.String())
 	var pe *providers.Error

@@ -89,13 +89,6 @@ type AttemptInfo struct {
 	Latency time.Duration
 }
 
-// List is a copy of the attempts so far.
-func (l *AttemptLog) List() []AttemptInfo {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]AttemptInfo(nil), l.list...)
-}
-
 // Each calls f with each attempt so far, in order, holding the log: f must
 // not call back into it.
 func (l *AttemptLog) Each(f func(AttemptInfo)) {

@@ -27,6 +27,8 @@ func TestCopyHeaders(t *testing.T) {
 			http.Header{"X-Switchyard-Target": {"a/1"}, "X-Ratelimit-Limit-Tokens": {"9"}}},
 		{"an empty first", []metadata.MD{{}, metadata.Pairs(mdResetRequests, "1s")},
 			http.Header{"X-Ratelimit-Reset-Requests": {"1s"}}},
+		{"a key without values is none", []metadata.MD{{mdTarget: {}}, metadata.Pairs(mdTarget, "b/2")},
+			http.Header{"X-Switchyard-Target": {"b/2"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -71,16 +71,6 @@ func (h *headerSink) md(i int) metadata.MD {
 	return h.more[i-1]
 }
 
-// has is whether one of the first n metadata taken holds a value of key.
-func (h *headerSink) has(key string, n int) bool {
-	for i := 0; i < n; i++ {
-		if len(h.md(i)[key]) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
 func (h *headerSink) SendHeader(md metadata.MD) error { return h.SetHeader(md) }
 
 func (h *headerSink) SetTrailer(metadata.MD) error { return nil }

@@ -148,12 +148,13 @@ func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompl
 }
 
 // copyHeaders sets the response headers Switchyard owns from the gRPC header
-// metadata the sink took; a key's first value wins, as in metadata joined.
+// metadata the sink took; a key's first value wins, as in metadata joined:
+// the metadata are read last first, each overwriting what later ones set.
 func copyHeaders(w http.ResponseWriter, sink *headerSink) {
 	h := w.Header()
-	for i := 0; i <= len(sink.more); i++ {
+	for i := len(sink.more); i >= 0; i-- {
 		for key, vals := range sink.md(i) {
-			if name, ok := outgoingHeader(key); ok && len(vals) > 0 && !sink.has(key, i) {
+			if name, ok := outgoingHeader(key); ok && len(vals) > 0 {
 				// The value's own slice, capped so that a later Add copies: no
 				// allocation per header (CanonicalMIMEHeaderKey returns canonical
 				// names as they are).

@@ -183,10 +183,8 @@ func (w *Writer) loop() {
 	defer w.abort()
 	tick := time.NewTicker(w.cfg.FlushInterval)
 	defer tick.Stop()
-	store := func(b []Record) {
-		if len(b) > 0 {
-			w.write(b)
-		}
+	store := func(b []Record) { // b is never empty: a full batch, or what take found
+		w.write(b)
 		w.written(b)
 	}
 	for {
