@@ -65,14 +65,6 @@ func admissionOf(ctx context.Context) *admission {
 	return a
 }
 
-// virtualKeyOf is the call's virtual key (nil for the master key or none).
-func virtualKeyOf(ctx context.Context) *keys.Key {
-	if a := admissionOf(ctx); a != nil {
-		return a.key
-	}
-	return nil
-}
-
 // enter is the auth step: it checks the caller's key and starts the call's admission.
 func (s *admissionStage) enter(ctx context.Context, method string) (context.Context, *admission, error) {
 	ctx, key, err := s.auth.check(ctx, method)

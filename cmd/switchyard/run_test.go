@@ -1,24 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/switchyard/switchyard/internal/testutil"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-)
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+	"github.com/switchyard/switchyard/internal/testutil"
+)
 
 func noEnv(string) (string, bool) { return "", false }
 

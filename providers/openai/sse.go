@@ -13,9 +13,6 @@ import (
 	"github.com/switchyard/switchyard/providers/sse"
 )
 
-// errFirstToken is the first-token deadline's cancel cause (transportError reads it).
-var errFirstToken = providers.ErrFirstToken
-
 var doneMarker = []byte("[DONE]")
 
 // Stream sends a streaming chat completion and waits for its first event that
