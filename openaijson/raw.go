@@ -235,8 +235,8 @@ func (s *scanner) rawStrBlocks(c *rawCheck) error {
 	i := s.pos + 1
 	var m bytemask.Masks
 	for i+64 <= len(data) {
-		m.Load((*[64]byte)(data[i : i+64]))
-		if m.Backslash|m.High == 0 { // plain ASCII: the first quote ends it
+		loadText(data, i, &m)
+		if m.Backslash|m.High|m.Invalid == 0 { // plain ASCII: the first quote ends it
 			stop := m.Quote | m.Control
 			if stop == 0 {
 				i += 64
@@ -258,16 +258,39 @@ func (s *scanner) rawStrBlocks(c *rawCheck) error {
 		}
 		i = next
 	}
-	return s.rawStrFrom(c, i)
+	return s.rawStrFrom(c, charStart(data, i))
 }
 
-// rawBlock reads the string's bytes in data[i:i+64] (i is not inside an escape
-// or a character) from m: escapes and control characters before the first
-// unescaped quote are judged from the masks, each \u escape and multi-byte
-// character read where it stands. It returns whether that quote ends the
-// string in this block, and where reading goes on: past the quote, or the
-// first byte not yet read (a backslash at the block's last byte is read with
-// the next block; an escape or character crossing into it, past).
+// loadText loads m with the masks of data[i:i+64] and the three bytes before.
+func loadText(data []byte, i int, m *bytemask.Masks) {
+	if i >= 3 {
+		m.LoadText((*[67]byte)(data[i-3 : i+64]))
+		return
+	}
+	var w [67]byte // zero bytes before the data: ASCII
+	copy(w[3-i:], data[:i+64])
+	m.LoadText(&w)
+}
+
+// charStart is where reading byte by byte goes on after the blocks stopped at
+// i: the lead byte of a character whose last bytes are at i or after it (the
+// blocks judge a byte only with the bytes after it), else i.
+func charStart(data []byte, i int) int {
+	for j := i - 1; j >= 0 && j >= i-3 && data[j] >= utf8.RuneSelf; j-- {
+		if data[j] >= 0xC0 {
+			return j
+		}
+	}
+	return i
+}
+
+// rawBlock reads the string's bytes in data[i:i+64] (i is not inside an
+// escape) from m: escapes, control characters and UTF-8 errors before the
+// first unescaped quote are judged from the masks (an error at the quote is a
+// character it cuts short), each \u escape read where it stands. It returns
+// whether that quote ends the string in this block, and where reading goes on:
+// past the quote, or the first byte not yet read (a backslash at the block's
+// last byte is read with the next block; an escape crossing into it, past).
 func rawBlock(data []byte, i int, m *bytemask.Masks, c *rawCheck) (next int, end bool, err error) {
 	esc := bytemask.Escaped(m.Backslash)
 	quotes := m.Quote &^ esc
@@ -278,7 +301,10 @@ func rawBlock(data []byte, i int, m *bytemask.Masks, c *rawCheck) (next int, end
 	if (m.Control|esc&^(m.EscapeChar|m.U))&before != 0 {
 		return 0, false, errSyntax // a control character, or an escape of no character
 	}
-	read := i // the end of the last \u escape or character read
+	if m.Invalid&(before<<1|1) != 0 {
+		c.mend = true // decoding turns the invalid bytes into U+FFFD
+	}
+	read := i // the end of the last \u escape read
 	for e := esc & m.U & before; e != 0; e &= e - 1 {
 		p := i + bits.TrailingZeros64(e)
 		if p < read {
@@ -290,15 +316,6 @@ func rawBlock(data []byte, i int, m *bytemask.Masks, c *rawCheck) (next int, end
 		}
 		c.mend = c.mend || mend
 		read = p - 1 + n
-	}
-	for h := m.High & before; h != 0; {
-		t := bits.TrailingZeros64(h)
-		t += utf8Len(data, i+t, c) // past the character
-		read = max(read, i+t)
-		if t >= 64 {
-			break
-		}
-		h &^= 1<<t - 1
 	}
 	if quotes != 0 {
 		return i + bits.TrailingZeros64(quotes) + 1, true, nil

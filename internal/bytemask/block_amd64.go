@@ -21,3 +21,16 @@ func (m *Masks) Load(p *[64]byte) {
 
 //go:noescape
 func block(p *[64]byte, m *Masks)
+
+// LoadText sets m to the masks of the 64 bytes at w[3:], Invalid included:
+// w[:3] are the three bytes before them (ASCII when there are none).
+func (m *Masks) LoadText(w *[67]byte) {
+	if Fast {
+		textBlock(w, m)
+		return
+	}
+	*m = textBlockGo(w)
+}
+
+//go:noescape
+func textBlock(w *[67]byte, m *Masks)

@@ -43,70 +43,160 @@ GLOBL hitab<>(SB), RODATA|NOPTR, $16
 	ORQ BX, AX \
 	MOVQ AX, dst
 
+// MASKS stores the masks of the 64 bytes at SI (in Y0 and Y1) at DI, in the
+// order of Masks' fields: Quote, Backslash, Control, High, EscapeChar, U. It
+// leaves 0x0F in each byte of Y12 and zero in Y11. (The characters that may
+// follow a backslash are told by nibble tables: class(b) = lo[b&15] & hi[b>>4];
+// VPSHUFB gives 0 for an index with its high bit set, so the high nibble is
+// shifted down and masked first.)
+#define MASKS \
+	MASK2(Y0, Y1, 24(DI)) \
+	VBROADCASTI128 quotes<>(SB), Y8 \
+	VPCMPEQB Y8, Y0, Y2 \
+	VPCMPEQB Y8, Y1, Y3 \
+	MASK2(Y2, Y3, 0(DI)) \
+	VBROADCASTI128 backslashes<>(SB), Y8 \
+	VPCMPEQB Y8, Y0, Y2 \
+	VPCMPEQB Y8, Y1, Y3 \
+	MASK2(Y2, Y3, 8(DI)) \
+	VPXOR Y11, Y11, Y11 \
+	VBROADCASTI128 top3<>(SB), Y8 \
+	VPAND Y8, Y0, Y2 \
+	VPAND Y8, Y1, Y3 \
+	VPCMPEQB Y11, Y2, Y2 \
+	VPCMPEQB Y11, Y3, Y3 \
+	MASK2(Y2, Y3, 16(DI)) \
+	VBROADCASTI128 nibble<>(SB), Y12 \
+	VBROADCASTI128 lotab<>(SB), Y13 \
+	VBROADCASTI128 hitab<>(SB), Y14 \
+	VPAND Y12, Y0, Y2 \
+	VPAND Y12, Y1, Y3 \
+	VPSHUFB Y2, Y13, Y2 \
+	VPSHUFB Y3, Y13, Y3 \
+	VPSRLW $4, Y0, Y4 \
+	VPSRLW $4, Y1, Y5 \
+	VPAND Y12, Y4, Y4 \
+	VPAND Y12, Y5, Y5 \
+	VPSHUFB Y4, Y14, Y4 \
+	VPSHUFB Y5, Y14, Y5 \
+	VPAND Y4, Y2, Y2 \
+	VPAND Y5, Y3, Y3 \
+	VBROADCASTI128 ubit<>(SB), Y8 \
+	VPAND Y8, Y2, Y4 \
+	VPAND Y8, Y3, Y5 \
+	VPCMPEQB Y8, Y4, Y4 \
+	VPCMPEQB Y8, Y5, Y5 \
+	MASK2(Y4, Y5, 40(DI)) \
+	VPAND Y12, Y2, Y2 \
+	VPAND Y12, Y3, Y3 \
+	VPCMPEQB Y11, Y2, Y2 \
+	VPCMPEQB Y11, Y3, Y3 \
+	VPMOVMSKB Y2, AX \
+	VPMOVMSKB Y3, BX \
+	SHLQ $32, BX \
+	ORQ BX, AX \
+	NOTQ AX \
+	MOVQ AX, 32(DI)
+
+// The nibble tables of the UTF-8 check (utf8.go: firstHigh, firstLow,
+// secondHigh) and its constants: a byte minus 0x60 (0x70), saturated, has its
+// high bit set when it is 0xE0 (0xF0) or more, a lead of three (four) bytes.
+DATA firsthigh<>+0(SB)/8, $0x0202020202020202
+DATA firsthigh<>+8(SB)/8, $0x4915012180808080
+GLOBL firsthigh<>(SB), RODATA|NOPTR, $16
+
+DATA firstlow<>+0(SB)/8, $0xcbcbcb8b8383a3e7
+DATA firstlow<>+8(SB)/8, $0xcbcbdbcbcbcbcbcb
+GLOBL firstlow<>(SB), RODATA|NOPTR, $16
+
+DATA secondhigh<>+0(SB)/8, $0x0101010101010101
+DATA secondhigh<>+8(SB)/8, $0x01010101babaaee6
+GLOBL secondhigh<>(SB), RODATA|NOPTR, $16
+
+DATA lead3<>+0(SB)/8, $0x6060606060606060
+DATA lead3<>+8(SB)/8, $0x6060606060606060
+GLOBL lead3<>(SB), RODATA|NOPTR, $16
+
+DATA lead4<>+0(SB)/8, $0x7070707070707070
+DATA lead4<>+8(SB)/8, $0x7070707070707070
+GLOBL lead4<>(SB), RODATA|NOPTR, $16
+
+DATA highbits<>+0(SB)/8, $0x8080808080808080
+DATA highbits<>+8(SB)/8, $0x8080808080808080
+GLOBL highbits<>(SB), RODATA|NOPTR, $16
+
+// UTF8HALF sets bit i of dst (32 bits) when byte i of in shows no UTF-8 error,
+// judged with the 32 bytes at p1(SI), p2(SI) and p3(SI): in shifted by one,
+// two and three bytes.
+#define UTF8HALF(p1, p2, p3, in, dst) \
+	VMOVDQU p1(SI), Y2 \
+	VPSRLW $4, Y2, Y3 \
+	VPAND Y12, Y3, Y3 \
+	VPSHUFB Y3, Y13, Y3 \
+	VPAND Y12, Y2, Y2 \
+	VPSHUFB Y2, Y14, Y2 \
+	VPAND Y3, Y2, Y2 \
+	VPSRLW $4, in, Y3 \
+	VPAND Y12, Y3, Y3 \
+	VPSHUFB Y3, Y15, Y3 \
+	VPAND Y3, Y2, Y2 \
+	VMOVDQU p2(SI), Y3 \
+	VPSUBUSB Y10, Y3, Y3 \
+	VMOVDQU p3(SI), Y4 \
+	VPSUBUSB Y9, Y4, Y4 \
+	VPOR Y4, Y3, Y3 \
+	VPAND Y8, Y3, Y3 \
+	VPXOR Y3, Y2, Y2 \
+	VPCMPEQB Y11, Y2, Y2 \
+	VPMOVMSKB Y2, dst
+
 // func block(p *[64]byte, m *Masks)
 TEXT ·block(SB), NOSPLIT, $0-16
 	MOVQ p+0(FP), SI
 	MOVQ m+8(FP), DI
 	VMOVDQU 0(SI), Y0
 	VMOVDQU 32(SI), Y1
+	MASKS
+	MOVQ $0, 48(DI) // Invalid
+	VZEROUPPER
+	RET
 
-	MASK2(Y0, Y1, 24(DI)) // High
+// func textBlock(w *[67]byte, m *Masks)
+TEXT ·textBlock(SB), NOSPLIT, $0-16
+	MOVQ w+0(FP), SI
+	MOVQ m+8(FP), DI
+	ADDQ $3, SI
+	VMOVDQU 0(SI), Y0
+	VMOVDQU 32(SI), Y1
+	MASKS
 
-	VBROADCASTI128 quotes<>(SB), Y8
-	VPCMPEQB Y8, Y0, Y2
-	VPCMPEQB Y8, Y1, Y3
-	MASK2(Y2, Y3, 0(DI)) // Quote
+	// No byte of the block nor of the three before it has its high bit set:
+	// no error can show.
+	MOVWQZX -3(SI), R9
+	MOVBQZX -1(SI), R10
+	SHLQ $16, R10
+	ORQ R10, R9
+	ANDQ $0x808080, R9
+	ORQ 24(DI), R9
+	JNZ utf8
+	MOVQ $0, 48(DI)
+	VZEROUPPER
+	RET
 
-	VBROADCASTI128 backslashes<>(SB), Y8
-	VPCMPEQB Y8, Y0, Y2
-	VPCMPEQB Y8, Y1, Y3
-	MASK2(Y2, Y3, 8(DI)) // Backslash
-
+utf8:
+	VBROADCASTI128 firsthigh<>(SB), Y13
+	VBROADCASTI128 firstlow<>(SB), Y14
+	VBROADCASTI128 secondhigh<>(SB), Y15
+	VBROADCASTI128 lead3<>(SB), Y10
+	VBROADCASTI128 lead4<>(SB), Y9
+	VBROADCASTI128 highbits<>(SB), Y8
 	VPXOR Y11, Y11, Y11
-	VBROADCASTI128 top3<>(SB), Y8
-	VPAND Y8, Y0, Y2
-	VPAND Y8, Y1, Y3
-	VPCMPEQB Y11, Y2, Y2
-	VPCMPEQB Y11, Y3, Y3
-	MASK2(Y2, Y3, 16(DI)) // Control
-
-	// class = lo[b&15] & hi[b>>4] (VPSHUFB gives 0 for an index with its high
-	// bit set: the high nibble is shifted down and masked first)
-	VBROADCASTI128 nibble<>(SB), Y12
-	VBROADCASTI128 lotab<>(SB), Y13
-	VBROADCASTI128 hitab<>(SB), Y14
-	VPAND Y12, Y0, Y2
-	VPAND Y12, Y1, Y3
-	VPSHUFB Y2, Y13, Y2
-	VPSHUFB Y3, Y13, Y3
-	VPSRLW $4, Y0, Y4
-	VPSRLW $4, Y1, Y5
-	VPAND Y12, Y4, Y4
-	VPAND Y12, Y5, Y5
-	VPSHUFB Y4, Y14, Y4
-	VPSHUFB Y5, Y14, Y5
-	VPAND Y4, Y2, Y2
-	VPAND Y5, Y3, Y3
-
-	// U: class & 0x10 != 0
-	VBROADCASTI128 ubit<>(SB), Y8
-	VPAND Y8, Y2, Y4
-	VPAND Y8, Y3, Y5
-	VPCMPEQB Y8, Y4, Y4
-	VPCMPEQB Y8, Y5, Y5
-	MASK2(Y4, Y5, 40(DI))
-
-	// EscapeChar: class & 0x0F != 0
-	VPAND Y12, Y2, Y2
-	VPAND Y12, Y3, Y3
-	VPCMPEQB Y11, Y2, Y2
-	VPCMPEQB Y11, Y3, Y3
-	VPMOVMSKB Y2, AX
-	VPMOVMSKB Y3, BX
+	UTF8HALF(-1, -2, -3, Y0, AX)
+	UTF8HALF(31, 30, 29, Y1, BX)
+	NOTL AX
+	NOTL BX
 	SHLQ $32, BX
 	ORQ BX, AX
-	NOTQ AX
-	MOVQ AX, 32(DI)
-
+	MOVQ AX, 48(DI) // Invalid
 	VZEROUPPER
 	RET

@@ -8,3 +8,7 @@ const Fast = false
 
 // Load sets m to the masks of the 64 bytes at p.
 func (m *Masks) Load(p *[64]byte) { *m = blockGo(p) }
+
+// LoadText sets m to the masks of the 64 bytes at w[3:], Invalid included:
+// w[:3] are the three bytes before them (ASCII when there are none).
+func (m *Masks) LoadText(w *[67]byte) { *m = textBlockGo(w) }

@@ -50,6 +50,30 @@ func TestBlockMatchesBytes(t *testing.T) {
 	}
 }
 
+// LoadText says what textBlockGo says, of every block of blocks after every
+// kind of three bytes: ASCII, the leads and continuations of characters.
+func TestTextBlockMatchesBytes(t *testing.T) {
+	if !Fast {
+		t.Skip("LoadText is textBlockGo on this machine")
+	}
+	befores := []string{"aaa", "\x80\x80\x80", "a\xc3\xa9", "\x00\xe6\x97", "\xf0\x9f\x98",
+		"\xf4\x90\x80", "aa\xe0", "a\xf0\x90", "\xed\xa0\x80", "\xff\xfe\xc0"}
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, p := range blocks() {
+		var w [67]byte
+		before := befores[r.IntN(len(befores))]
+		if r.IntN(4) == 0 {
+			before = string([]byte{byte(r.IntN(256)), byte(r.IntN(256)), byte(r.IntN(256))})
+		}
+		copy(w[:3], before)
+		copy(w[3:], p[:])
+		var got Masks
+		if got.LoadText(&w); got != textBlockGo(&w) {
+			t.Fatalf("%q:\n got %+v\nwant %+v", w[:], got, textBlockGo(&w))
+		}
+	}
+}
+
 func TestBlockGo(t *testing.T) {
 	var p [64]byte
 	copy(p[:], "a\"\\\x1f\x80/bfnrtu x")

@@ -2,9 +2,10 @@
 // JSON string scanners: bit i of each mask is set when byte i of the block is a
 // quote, a backslash, a control character (below 0x20), not ASCII (0x80 and
 // above), one of the characters of a two-byte escape (" \ / b f n r t) or a
-// 'u'. On amd64 with AVX2 the masks come from 32-byte compares and nibble table
-// lookups (block_amd64.s; Fast is true); elsewhere Load reads the bytes one
-// by one (blockGo, the oracle of TestBlockMatchesBytes), slower than the
+// 'u'; LoadText also marks where UTF-8 goes wrong. On amd64 with AVX2 the
+// masks come from 32-byte compares and nibble table lookups (block_amd64.s;
+// Fast is true); elsewhere Load reads the bytes one by one (blockGo and
+// textBlockGo, the oracles of TestBlockMatchesBytes), slower than the
 // scanners' own eight-byte loops, which they use instead.
 package bytemask
 
@@ -14,6 +15,9 @@ type Masks struct {
 	// EscapeChar and U mark the bytes that may follow a backslash: those of a
 	// two-byte escape, and the u of \uXXXX.
 	EscapeChar, U uint64
+	// Invalid marks the bytes that show a UTF-8 error (utf8.go), judged with
+	// the three bytes before the block; only LoadText sets it (Load: zero).
+	Invalid uint64
 }
 
 // Escaped is the bits of the characters an escape's backslash makes literal:
@@ -51,5 +55,12 @@ func blockGo(p *[64]byte) Masks {
 			m.U |= bit
 		}
 	}
+	return m
+}
+
+// textBlockGo is LoadText one byte at a time.
+func textBlockGo(w *[67]byte) Masks {
+	m := blockGo((*[64]byte)(w[3:]))
+	m.Invalid = invalidGo(w)
 	return m
 }

@@ -1,0 +1,81 @@
+package bytemask
+
+// UTF-8 validity a block at a time: the lookup algorithm of Keiser and Lemire
+// ("Validating UTF-8 in less than one instruction per byte", 2021), as
+// simdjson's stage one runs it. Each byte is judged with the three before it:
+// three nibble tables say, of the pair (previous byte, this byte), which errors
+// the pair can be part of (a lead without its continuation, a continuation
+// without its lead, an overlong form, a surrogate, a character above
+// U+10FFFF), and the two bytes before those say whether this byte must be the
+// third or fourth of a character. A string is valid UTF-8 exactly when no byte
+// of it, nor the ASCII byte after it, has an error: an error shows at the
+// latest on the first byte after the character it spoils.
+
+// The errors a pair of bytes can show (bit 6 is both a 4-byte overlong form
+// and a too-large character starting 0x80: the first byte tells them apart).
+const (
+	tooShort  = 1 << 0 // a lead, then ASCII or another lead
+	tooLong   = 1 << 1 // ASCII, then a continuation
+	overlong3 = 1 << 2 // 0xE0, then 0x80-0x9F
+	tooLarge  = 1 << 3 // 0xF4, then 0x90 and above; 0xF5 and above
+	surrogate = 1 << 4 // 0xED, then 0xA0-0xBF
+	overlong2 = 1 << 5 // 0xC0 or 0xC1, then a continuation
+	large1000 = 1 << 6 // 0xF5 and above, then 0x80-0x8F; 0xF0, then 0x80-0x8F
+	twoConts  = 1 << 7 // a continuation, then a continuation
+
+	carry = tooShort | tooLong | twoConts // errors the first byte's low nibble does not tell
+)
+
+// firstHigh, firstLow and secondHigh are the errors by the first byte's high
+// nibble, its low nibble and the second byte's high nibble.
+var (
+	firstHigh = [16]byte{
+		tooLong, tooLong, tooLong, tooLong, tooLong, tooLong, tooLong, tooLong, // ASCII
+		twoConts, twoConts, twoConts, twoConts, // a continuation
+		tooShort | overlong2,             // 0xC_
+		tooShort,                         // 0xD_
+		tooShort | overlong3 | surrogate, // 0xE_
+		tooShort | tooLarge | large1000,  // 0xF_
+	}
+	firstLow = [16]byte{
+		carry | overlong3 | overlong2 | large1000, // _0
+		carry | overlong2,                         // _1
+		carry, carry,
+		carry | tooLarge, // _4
+		carry | tooLarge | large1000, carry | tooLarge | large1000, carry | tooLarge | large1000,
+		carry | tooLarge | large1000, carry | tooLarge | large1000, carry | tooLarge | large1000,
+		carry | tooLarge | large1000, carry | tooLarge | large1000,
+		carry | tooLarge | large1000 | surrogate, // _D
+		carry | tooLarge | large1000, carry | tooLarge | large1000,
+	}
+	secondHigh = [16]byte{
+		tooShort, tooShort, tooShort, tooShort, tooShort, tooShort, tooShort, tooShort, // ASCII
+		tooLong | overlong2 | twoConts | overlong3 | large1000, // 0x8_
+		tooLong | overlong2 | twoConts | overlong3 | tooLarge,  // 0x9_
+		tooLong | overlong2 | twoConts | surrogate | tooLarge,  // 0xA_
+		tooLong | overlong2 | twoConts | surrogate | tooLarge,  // 0xB_
+		tooShort, tooShort, tooShort, tooShort, // a lead
+	}
+)
+
+// invalidAt says whether byte b, after p3, p2 and p1 (p1 just before it), shows
+// a UTF-8 error.
+func invalidAt(p3, p2, p1, b byte) bool {
+	special := firstHigh[p1>>4] & firstLow[p1&15] & secondHigh[b>>4]
+	var must byte // b must be a third or fourth byte
+	if p2 >= 0xE0 || p3 >= 0xF0 {
+		must = 0x80
+	}
+	return special^must != 0
+}
+
+// invalidGo is the Invalid mask of the 64 bytes at w[3:], w[:3] the bytes before them.
+func invalidGo(w *[67]byte) uint64 {
+	var m uint64
+	for i := range 64 {
+		if invalidAt(w[i], w[i+1], w[i+2], w[i+3]) {
+			m |= 1 << i
+		}
+	}
+	return m
+}

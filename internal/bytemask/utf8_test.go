@@ -1,0 +1,68 @@
+package bytemask
+
+import (
+	"math/rand/v2"
+	"testing"
+	"unicode/utf8"
+)
+
+// invalidText says whether some byte of s, or the quote after it, shows an
+// error when s follows ASCII.
+func invalidText(s []byte) bool {
+	w := append([]byte("aaa"), s...)
+	w = append(w, '"')
+	for i := 3; i < len(w); i++ {
+		if invalidAt(w[i-3], w[i-2], w[i-1], w[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// The tables judge every string of up to three bytes as utf8.Valid does, and
+// four-byte ones from the bytes at every range's edges.
+func TestInvalidIsUTF8Validity(t *testing.T) {
+	t.Run("up to three bytes", func(t *testing.T) {
+		var s [3]byte
+		for n := 1; n <= 3; n++ {
+			for v := range 1 << (8 * n) {
+				for i := range n {
+					s[i] = byte(v >> (8 * i))
+				}
+				if got, want := invalidText(s[:n]), !utf8.Valid(s[:n]); got != want {
+					t.Fatalf("%q: invalid %v, utf8.Valid says %v", s[:n], got, !want)
+				}
+			}
+		}
+	})
+	t.Run("four bytes", func(t *testing.T) {
+		edges := []byte{0x00, 0x41, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf,
+			0xe0, 0xe1, 0xec, 0xed, 0xee, 0xef, 0xf0, 0xf1, 0xf3, 0xf4, 0xf5, 0xf7, 0xf8, 0xff}
+		for _, a := range edges {
+			for _, b := range edges {
+				for _, c := range edges {
+					for _, d := range edges {
+						s := []byte{a, b, c, d}
+						if got, want := invalidText(s), !utf8.Valid(s); got != want {
+							t.Fatalf("%q: invalid %v, utf8.Valid says %v", s, got, !want)
+						}
+					}
+				}
+			}
+		}
+	})
+	t.Run("random text", func(t *testing.T) {
+		pieces := []string{"a", "é", "漢", "😀", "\u2028", "\xff", "\xc3", "\xe2\x80", "\xed\xa0\x80",
+			"\xf4\x90\x80\x80", "\xc0\xaf", "\x80", "\xf0\x9f", "\"", "\\"}
+		r := rand.New(rand.NewPCG(7, 8))
+		for range 200000 {
+			var s []byte
+			for n := 1 + r.IntN(6); n > 0; n-- {
+				s = append(s, pieces[r.IntN(len(pieces))]...)
+			}
+			if got, want := invalidText(s), !utf8.Valid(s); got != want {
+				t.Fatalf("%q: invalid %v, utf8.Valid says %v", s, got, !want)
+			}
+		}
+	})
+}
