@@ -393,20 +393,39 @@ func appendStr[T string | []byte](b []byte, s T, strict bool) ([]byte, bool) {
 }
 
 // appendStrBy is appendStr, by blocks or not (the tests hold one to the other).
+// By blocks, a string of a block or more is first checked as UTF-8 in one pass
+// (bytemask.CheckText); when it is valid, its characters of 0x80 and above go
+// as they are without reading each one (but U+2028 and U+2029, when it holds
+// them).
 func appendStrBy[T string | []byte](b []byte, s T, strict, blocks bool) ([]byte, bool) {
 	b = append(b, '"')
 	start, i, n := 0, 0, len(s)
-	ok := true
-	var m bytemask.Masks
+	ok, valid, seps := true, false, true
+	if blocks && n >= 64 {
+		if valid, seps = bytemask.CheckText(bytesOf(s)); !valid && strict {
+			return b, false
+		}
+	}
+	high := ^uint64(0) // the High bits to stop at: none in valid text without separators
+	if valid && !seps {
+		high = 0
+	}
 	for i < n {
 		if blocks && i+64 <= n {
-			m.Load(block64(s, i))
+			special, h := bytemask.Stops(block64(s, i))
 			base := i
-			for stops := m.Quote | m.Backslash | m.Control | m.High; stops != 0; stops &= stops - 1 {
-				if p := base + bits.TrailingZeros64(stops); p >= i { // not inside a character already read
-					if b, start, i, ok = appendStop(b, s, start, p, strict); !ok {
-						return b, false
-					}
+			for stops := special | h&high; stops != 0; stops &= stops - 1 {
+				p := base + bits.TrailingZeros64(stops)
+				if p < i || valid && s[p] >= utf8.RuneSelf && !lineSep(s, p) {
+					continue // inside a character already read; a valid one that goes as it is
+				}
+				if c := s[p]; c < utf8.RuneSelf { // appendStop's ASCII case, inline
+					b = appendEscape(append(b, s[start:p]...), c)
+					start, i = p+1, p+1
+					continue
+				}
+				if b, start, i, ok = appendStop(b, s, start, p, strict); !ok {
+					return b, false
 				}
 			}
 			i = max(i, base+64)
@@ -422,7 +441,7 @@ func appendStrBy[T string | []byte](b []byte, s T, strict, blocks bool) ([]byte,
 			}
 			i += bits.TrailingZeros64(m) >> 3
 		}
-		if plainASCII[s[i]] {
+		if plainASCII[s[i]] || valid && s[i] >= utf8.RuneSelf && !lineSep(s, i) {
 			i++ // the tail, byte by byte
 			continue
 		}
@@ -432,6 +451,12 @@ func appendStrBy[T string | []byte](b []byte, s T, strict, blocks bool) ([]byte,
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"'), true
+}
+
+// lineSep says whether s[i:] starts with U+2028 or U+2029 (escaped, for
+// JavaScript's sake, as encoding/json does).
+func lineSep[T string | []byte](s T, i int) bool {
+	return s[i] == 0xE2 && i+2 < len(s) && s[i+1] == 0x80 && s[i+2]&0xFE == 0xA8
 }
 
 // appendStop writes what s[i] (a quote, a backslash, a control character or
@@ -449,27 +474,32 @@ func appendStop[T string | []byte](b []byte, s T, start, i int, strict bool) (_ 
 			}
 			b = append(b, s[start:i]...)
 			return append(b, `\ufffd`...), i + 1, i + 1, true
-		case size == 3 && c == 0xE2 && s[i+1] == 0x80 && s[i+2]&0xFE == 0xA8: // U+2028, U+2029
+		case size == 3 && lineSep(s, i): // U+2028, U+2029
 			b = append(b, s[start:i]...)
 			return append(b, '\\', 'u', '2', '0', '2', hex[s[i+2]&0xF]), i + 3, i + 3, true
 		default:
 			return b, start, i + size, true
 		}
 	}
-	b = append(b, s[start:i]...)
-	switch c {
-	case '"', '\\':
-		b = append(b, '\\', c)
-	case '\n':
-		b = append(b, '\\', 'n')
-	case '\r':
-		b = append(b, '\\', 'r')
-	case '\t':
-		b = append(b, '\\', 't')
-	default:
-		b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+	return appendEscape(append(b, s[start:i]...), c), i + 1, i + 1, true
+}
+
+// appendEscape writes the escape of c, a quote, a backslash or a control
+// character.
+func appendEscape(b []byte, c byte) []byte {
+	if e := escapeOf[c]; e != 0 {
+		return append(b, '\\', e)
 	}
-	return b, i + 1, i + 1, true
+	return append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+}
+
+// escapeOf is the letter of the two-byte escape of a character that has one
+// (the rest are written \u00XX).
+var escapeOf = [256]byte{'"': '"', '\\': '\\', '\n': 'n', '\r': 'r', '\t': 't'}
+
+// bytesOf is the bytes of s, not copied (only read).
+func bytesOf[T string | []byte](s T) []byte {
+	return unsafe.Slice(unsafe.StringData(*(*string)(unsafe.Pointer(&s))), len(s))
 }
 
 // block64 is the 64 bytes of s at i (i+64 <= len(s)): a string's and a

@@ -258,7 +258,7 @@ func (s *scanner) rawStrBlocks(c *rawCheck) error {
 		}
 		i = next
 	}
-	return s.rawStrFrom(c, charStart(data, i))
+	return s.rawStrFrom(c, bytemask.CharStart(data, i)) // the blocks judge a byte only with the ones after it
 }
 
 // loadText loads m with the masks of data[i:i+64] and the three bytes before.
@@ -270,18 +270,6 @@ func loadText(data []byte, i int, m *bytemask.Masks) {
 	var w [67]byte // zero bytes before the data: ASCII
 	copy(w[3-i:], data[:i+64])
 	m.LoadText(&w)
-}
-
-// charStart is where reading byte by byte goes on after the blocks stopped at
-// i: the lead byte of a character whose last bytes are at i or after it (the
-// blocks judge a byte only with the bytes after it), else i.
-func charStart(data []byte, i int) int {
-	for j := i - 1; j >= 0 && j >= i-3 && data[j] >= utf8.RuneSelf; j-- {
-		if data[j] >= 0xC0 {
-			return j
-		}
-	}
-	return i
 }
 
 // rawBlock reads the string's bytes in data[i:i+64] (i is not inside an

@@ -34,3 +34,24 @@ func (m *Masks) LoadText(w *[67]byte) {
 
 //go:noescape
 func textBlock(w *[67]byte, m *Masks)
+
+// utf8Blocks says whether no byte of the blocks (64 bytes each) at p shows a
+// UTF-8 error, the bytes before the first taken as ASCII, and whether a byte
+// of them ends U+2028 or U+2029.
+//
+//go:noescape
+func utf8Blocks(p *byte, blocks int) (valid, lineSep bool)
+
+// Stops is the bits of the 64 bytes at p a JSON string encoder stops at: the
+// quotes, backslashes and control characters (special), and the bytes of 0x80
+// and above (high).
+func Stops(p *[64]byte) (special, high uint64) {
+	if Fast {
+		return stopsBlock(p)
+	}
+	m := blockGo(p)
+	return m.Quote | m.Backslash | m.Control, m.High
+}
+
+//go:noescape
+func stopsBlock(p *[64]byte) (special, high uint64)

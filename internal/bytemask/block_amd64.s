@@ -200,3 +200,134 @@ utf8:
 	MOVQ AX, 48(DI) // Invalid
 	VZEROUPPER
 	RET
+
+
+// Thirty-two-byte constants of utf8Blocks, read from memory (no register is left).
+DATA e2s<>+0(SB)/8, $0xe2e2e2e2e2e2e2e2
+DATA e2s<>+8(SB)/8, $0xe2e2e2e2e2e2e2e2
+DATA e2s<>+16(SB)/8, $0xe2e2e2e2e2e2e2e2
+DATA e2s<>+24(SB)/8, $0xe2e2e2e2e2e2e2e2
+GLOBL e2s<>(SB), RODATA|NOPTR, $32
+
+DATA x80s<>+0(SB)/8, $0x8080808080808080
+DATA x80s<>+8(SB)/8, $0x8080808080808080
+DATA x80s<>+16(SB)/8, $0x8080808080808080
+DATA x80s<>+24(SB)/8, $0x8080808080808080
+GLOBL x80s<>(SB), RODATA|NOPTR, $32
+
+DATA fes<>+0(SB)/8, $0xfefefefefefefefe
+DATA fes<>+8(SB)/8, $0xfefefefefefefefe
+DATA fes<>+16(SB)/8, $0xfefefefefefefefe
+DATA fes<>+24(SB)/8, $0xfefefefefefefefe
+GLOBL fes<>(SB), RODATA|NOPTR, $32
+
+DATA a8s<>+0(SB)/8, $0xa8a8a8a8a8a8a8a8
+DATA a8s<>+8(SB)/8, $0xa8a8a8a8a8a8a8a8
+DATA a8s<>+16(SB)/8, $0xa8a8a8a8a8a8a8a8
+DATA a8s<>+24(SB)/8, $0xa8a8a8a8a8a8a8a8
+GLOBL a8s<>(SB), RODATA|NOPTR, $32
+
+// UTF8CHECK ORs into Y6 the UTF-8 errors of the 32 bytes in in, prev holding
+// the 32 bytes before them: prev1, prev2 and prev3 (in shifted by one, two and
+// three bytes, from prev) are made with VPERM2I128 and VPALIGNR, then judged as
+// in textBlock. It also ORs into R8 the mask of the bytes that end U+2028 or
+// U+2029 (E2 80 A8, E2 80 A9). Y8-Y10 and Y12-Y15 hold the constants; Y2-Y5,
+// Y11 and DX are used.
+#define UTF8CHECK(in, prev) \
+	VPERM2I128 $0x21, in, prev, Y5 \
+	VPALIGNR $15, Y5, in, Y2 \
+	VPALIGNR $14, Y5, in, Y3 \
+	VPALIGNR $13, Y5, in, Y4 \
+	VPCMPEQB e2s<>(SB), Y3, Y11 \
+	VPCMPEQB x80s<>(SB), Y2, Y5 \
+	VPAND Y5, Y11, Y11 \
+	VPAND fes<>(SB), in, Y5 \
+	VPCMPEQB a8s<>(SB), Y5, Y5 \
+	VPAND Y5, Y11, Y11 \
+	VPMOVMSKB Y11, DX \
+	ORL DX, R8 \
+	VPSRLW $4, Y2, Y11 \
+	VPAND Y12, Y11, Y11 \
+	VPSHUFB Y11, Y13, Y11 \
+	VPAND Y12, Y2, Y2 \
+	VPSHUFB Y2, Y14, Y2 \
+	VPAND Y11, Y2, Y2 \
+	VPSRLW $4, in, Y11 \
+	VPAND Y12, Y11, Y11 \
+	VPSHUFB Y11, Y15, Y11 \
+	VPAND Y11, Y2, Y2 \
+	VPSUBUSB Y10, Y3, Y3 \
+	VPSUBUSB Y9, Y4, Y4 \
+	VPOR Y4, Y3, Y3 \
+	VPAND Y8, Y3, Y3 \
+	VPXOR Y3, Y2, Y2 \
+	VPOR Y2, Y6, Y6
+
+// func utf8Blocks(p *byte, blocks int) (valid, lineSep bool)
+TEXT ·utf8Blocks(SB), NOSPLIT, $0-18
+	MOVQ p+0(FP), SI
+	MOVQ blocks+8(FP), CX
+	VBROADCASTI128 nibble<>(SB), Y12
+	VBROADCASTI128 firsthigh<>(SB), Y13
+	VBROADCASTI128 firstlow<>(SB), Y14
+	VBROADCASTI128 secondhigh<>(SB), Y15
+	VBROADCASTI128 lead3<>(SB), Y10
+	VBROADCASTI128 lead4<>(SB), Y9
+	VBROADCASTI128 highbits<>(SB), Y8
+	VPXOR Y7, Y7, Y7 // the bytes before the first block: none (ASCII)
+	VPXOR Y6, Y6, Y6 // the errors so far
+	XORL R8, R8      // the line separators so far
+
+loop:
+	VMOVDQU 0(SI), Y0
+	VMOVDQU 32(SI), Y1
+
+	// ASCII, after three ASCII bytes: nothing to judge.
+	VPOR Y0, Y1, Y2
+	VPMOVMSKB Y2, AX
+	VPMOVMSKB Y7, BX
+	ANDL $0xE0000000, BX
+	ORL BX, AX
+	JZ next
+
+	UTF8CHECK(Y0, Y7)
+	UTF8CHECK(Y1, Y0)
+
+next:
+	VMOVDQU Y1, Y7
+	ADDQ $64, SI
+	DECQ CX
+	JNZ loop
+
+	VPTEST Y6, Y6
+	SETEQ valid+16(FP)
+	TESTL R8, R8
+	SETNE lineSep+17(FP)
+	VZEROUPPER
+	RET
+
+// func stopsBlock(p *[64]byte) (special, high uint64)
+TEXT ·stopsBlock(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	VMOVDQU 0(SI), Y0
+	VMOVDQU 32(SI), Y1
+	MASK2(Y0, Y1, high+16(FP))
+	VPXOR Y11, Y11, Y11
+	VBROADCASTI128 quotes<>(SB), Y8
+	VBROADCASTI128 backslashes<>(SB), Y9
+	VBROADCASTI128 top3<>(SB), Y10
+	VPCMPEQB Y8, Y0, Y2
+	VPCMPEQB Y9, Y0, Y3
+	VPAND Y10, Y0, Y4
+	VPCMPEQB Y11, Y4, Y4
+	VPOR Y3, Y2, Y2
+	VPOR Y4, Y2, Y2
+	VPCMPEQB Y8, Y1, Y5
+	VPCMPEQB Y9, Y1, Y6
+	VPAND Y10, Y1, Y7
+	VPCMPEQB Y11, Y7, Y7
+	VPOR Y6, Y5, Y5
+	VPOR Y7, Y5, Y5
+	MASK2(Y2, Y5, special+8(FP))
+	VZEROUPPER
+	RET

@@ -12,3 +12,14 @@ func (m *Masks) Load(p *[64]byte) { *m = blockGo(p) }
 // LoadText sets m to the masks of the 64 bytes at w[3:], Invalid included:
 // w[:3] are the three bytes before them (ASCII when there are none).
 func (m *Masks) LoadText(w *[67]byte) { *m = textBlockGo(w) }
+
+// utf8Blocks is never called here (Fast is false).
+func utf8Blocks(*byte, int) (bool, bool) { panic("bytemask: utf8Blocks without AVX2") }
+
+// Stops is the bits of the 64 bytes at p a JSON string encoder stops at: the
+// quotes, backslashes and control characters (special), and the bytes of 0x80
+// and above (high).
+func Stops(p *[64]byte) (special, high uint64) {
+	m := blockGo(p)
+	return m.Quote | m.Backslash | m.Control, m.High
+}

@@ -3,6 +3,7 @@ package bytemask
 import (
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -74,6 +75,16 @@ func TestTextBlockMatchesBytes(t *testing.T) {
 	}
 }
 
+// Stops says what blockGo says of every block of blocks.
+func TestStopsMatchBytes(t *testing.T) {
+	for _, p := range blocks() {
+		m := blockGo(&p)
+		if special, high := Stops(&p); special != m.Quote|m.Backslash|m.Control || high != m.High {
+			t.Fatalf("%q: Stops %064b %064b, want %064b %064b", p[:], special, high, m.Quote|m.Backslash|m.Control, m.High)
+		}
+	}
+}
+
 func TestBlockGo(t *testing.T) {
 	var p [64]byte
 	copy(p[:], "a\"\\\x1f\x80/bfnrtu x")
@@ -129,4 +140,14 @@ func BenchmarkBlock(b *testing.B) {
 		acc += m.Quote
 	}
 	_ = acc
+}
+
+func BenchmarkValidUTF8(b *testing.B) {
+	s := []byte(strings.Repeat("The gateway forwards each request; Café, naïve, 漢字, ✓. ", 10000))
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		if !ValidUTF8(s) {
+			b.Fatal("invalid")
+		}
+	}
 }

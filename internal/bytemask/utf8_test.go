@@ -1,7 +1,9 @@
 package bytemask
 
 import (
+	"bytes"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 	"unicode/utf8"
 )
@@ -63,6 +65,49 @@ func TestInvalidIsUTF8Validity(t *testing.T) {
 			if got, want := invalidText(s), !utf8.Valid(s); got != want {
 				t.Fatalf("%q: invalid %v, utf8.Valid says %v", s, got, !want)
 			}
+		}
+	})
+}
+
+// ValidUTF8 says what utf8.Valid says, of text made of every kind of
+// character, good and bad, at every length around the blocks' edges.
+func TestValidUTF8(t *testing.T) {
+	pieces := []string{"a", "plain text ", "é", "漢字", "😀", "\u2028", "\xff", "\xc3", "\xe2\x80", "\xed\xa0\x80",
+		"\xf4\x90\x80\x80", "\xc0\xaf", "\x80", "\xf0\x9f", "\xf0\x9f\x98", "\xe0\x80\x80", "\xf8\x88\x80\x80\x80",
+		"\u2029", "\u201c", "\u2027", "\u202a", "\u00a8"}
+	r := rand.New(rand.NewPCG(11, 12))
+	for length := range 200 {
+		t.Run(strconv.Itoa(length), func(t *testing.T) {
+			for range 300 {
+				s := make([]byte, 0, length+8)
+				bad := r.IntN(3) == 0 // else only good pieces
+				for len(s) < length {
+					p := pieces[r.IntN(len(pieces))]
+					if !bad && !utf8.ValidString(p) {
+						continue
+					}
+					s = append(s, p...)
+				}
+				s = s[:length] // may cut a character
+				if got, want := ValidUTF8(s), utf8.Valid(s); got != want {
+					t.Fatalf("%q: ValidUTF8 %v, utf8.Valid %v", s, got, want)
+				}
+				valid, sep := CheckText(s)
+				want := utf8.Valid(s) && (bytes.Contains(s, []byte("\u2028")) || bytes.Contains(s, []byte("\u2029")))
+				if valid != utf8.Valid(s) || sep != want {
+					t.Fatalf("%q: CheckText %v %v, want %v %v", s, valid, sep, utf8.Valid(s), want)
+				}
+			}
+		})
+	}
+}
+
+func FuzzValidUTF8(f *testing.F) {
+	f.Add([]byte("plain text, then é and 漢字 and 😀 across the edge of a block of sixty-four bytes"))
+	f.Add([]byte("\xff\xfe"))
+	f.Fuzz(func(t *testing.T, s []byte) {
+		if got, want := ValidUTF8(s), utf8.Valid(s); got != want {
+			t.Fatalf("%q: ValidUTF8 %v, utf8.Valid %v", s, got, want)
 		}
 	})
 }
