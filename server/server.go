@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -169,7 +170,7 @@ func New(cfg Config) (*Server, error) {
 	// Both servers: the chain; protobuf as always, encoded by generated code instead
 	// of reflection (measured: see README); write buffers shared between connections.
 	opts := []grpc.ServerOption{grpc.UnaryInterceptor(unary), grpc.StreamInterceptor(stream),
-		grpc.ForceServerCodecV2(codec.Codec{}), grpc.SharedWriteBuffer(true)}
+		grpc.ForceServerCodecV2(codec.Codec{}), grpc.SharedWriteBuffer(true), experimental.BufferPool(messageBuffers)}
 	gs := grpc.NewServer(slices.Concat(opts, []grpc.ServerOption{
 		// Clients (ours included) ping every 30s; allow it, instead of answering too_many_pings.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
