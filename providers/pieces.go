@@ -1,8 +1,12 @@
 package providers
 
 import (
+	"errors"
 	"io"
 	"slices"
+	"sync"
+
+	"github.com/switchyard/switchyard/internal/bufpool"
 )
 
 // Pieces is a request body written in pieces, in order (openaijson.AppendPieces):
@@ -22,12 +26,36 @@ func (p Pieces) Len() int64 {
 // Reader reads the body from its start (each call a new reader: a retry sends
 // it again).
 func (p Pieces) Reader() io.ReadCloser {
-	return &piecesReader{p: slices.Clone(p)} // its own headers: reading moves them
+	rd, _ := p.ReaderOf(bufpool.Ref{})
+	return rd
 }
 
-type piecesReader struct{ p Pieces }
+// ReaderOf is Reader for a body whose pieces may point into the lent buffer
+// ref: the reader holds the buffer until it is closed and reads nothing after
+// that. It is false when the buffer was let go already.
+func (p Pieces) ReaderOf(ref bufpool.Ref) (io.ReadCloser, bool) {
+	if !ref.Hold() {
+		return nil, false
+	}
+	return &piecesReader{p: slices.Clone(p), ref: ref, held: true}, true // its own headers: reading moves them
+}
+
+// ErrBodyReleased is what a body read after it was closed gets.
+var ErrBodyReleased = errors.New("request body already closed")
+
+type piecesReader struct {
+	mu   sync.Mutex
+	p    Pieces
+	ref  bufpool.Ref
+	held bool // not closed yet (ref is held)
+}
 
 func (r *piecesReader) Read(b []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.held {
+		return 0, ErrBodyReleased
+	}
 	n := 0
 	for len(r.p) > 0 && n < len(b) {
 		c := copy(b[n:], r.p[0])
@@ -44,6 +72,11 @@ func (r *piecesReader) Read(b []byte) (int, error) {
 
 // WriteTo writes what is left, piece by piece (io.Copy's fast path).
 func (r *piecesReader) WriteTo(w io.Writer) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.held {
+		return 0, ErrBodyReleased
+	}
 	var total int64
 	for len(r.p) > 0 {
 		n, err := w.Write(r.p[0])
@@ -58,4 +91,14 @@ func (r *piecesReader) WriteTo(w io.Writer) (int64, error) {
 	return total, nil
 }
 
-func (r *piecesReader) Close() error { return nil }
+// Close lets go of the buffer (once, however often it is called).
+func (r *piecesReader) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held {
+		r.held = false
+		r.p = nil
+		r.ref.Release()
+	}
+	return nil
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard/switchyard/internal/bufpool"
 	"github.com/switchyard/switchyard/providers"
 )
 
@@ -38,4 +39,30 @@ func TestPiecesReader(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, string(got))
 	})
+}
+
+// A reader of a lent buffer holds it until closed, reads nothing after, and
+// cannot be made once every holder let go.
+func TestPiecesReaderOfALentBuffer(t *testing.T) {
+	ref := bufpool.Get(bufpool.MinSize)
+	buf := append(ref.Buf(), `[{"role":"user","content":"hi"}]`...)
+	p := providers.Pieces{[]byte(`{"messages":`), buf, []byte(`}`)}
+	rd, ok := p.ReaderOf(ref)
+	require.True(t, ok)
+	ref.Release() // the handler is done; the reader still holds the buffer
+	require.True(t, ref.Hold(), "the buffer went back while a reader held it")
+	ref.Release()
+	b := make([]byte, 5)
+	n, err := rd.Read(b)
+	require.NoError(t, err)
+	require.Equal(t, `{"mes`, string(b[:n]))
+	require.NoError(t, rd.Close())
+	require.NoError(t, rd.Close(), "a second close")
+	_, err = rd.Read(b)
+	require.ErrorIs(t, err, providers.ErrBodyReleased)
+	_, err = rd.(io.WriterTo).WriteTo(io.Discard)
+	require.ErrorIs(t, err, providers.ErrBodyReleased)
+	require.False(t, ref.Hold(), "held after the reader, the last holder, closed")
+	_, ok = p.ReaderOf(ref)
+	require.False(t, ok, "a reader made of a buffer let go")
 }

@@ -20,6 +20,7 @@ import (
 
 	adminpb "github.com/switchyard/switchyard/gen/switchyard/admin/v1"
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/internal/bufpool"
 	"github.com/switchyard/switchyard/openaijson"
 )
 
@@ -176,9 +177,18 @@ func writeJSON(w http.ResponseWriter, code int, body string) {
 // requests with a 400 naming the parameter, and sends "stream": true to the SSE
 // handler; everything else continues through grpc-gateway.
 func (f *front) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	body, ok := f.readBody(w, r)
-	if !ok {
+	// A long body is read into a lent buffer: the conversation stays in it
+	// (messages_json) and is sent to the upstream from it; it is given back when
+	// this handler and every upstream body reading from it are done.
+	ref := bufpool.Get(int(min(r.ContentLength, maxBodyHint)) + 1) // +1: see readAll
+	defer ref.Release()
+	body, err := f.bodyInto(w, r, ref.Buf())
+	if err != nil {
+		writeError(w, err)
 		return
+	}
+	if ref != (bufpool.Ref{}) {
+		r = r.WithContext(bufpool.With(r.Context(), ref))
 	}
 	req := &pb.ChatCompletionRequest{}
 	if err := openaijson.UnmarshalChat(body, req); err != nil { // the conversation kept as bytes
@@ -206,7 +216,12 @@ func (f *front) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) 
 // bodyOf is readBody's read: the error is the answer to give (a 408 also closes
 // the connection).
 func (f *front) bodyOf(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := readAll(http.MaxBytesReader(w, r.Body, f.opt.maxBodyBytes), r.ContentLength)
+	return f.bodyInto(w, r, nil)
+}
+
+// bodyInto is bodyOf reading into buf when it has room (else as readAll does).
+func (f *front) bodyInto(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, error) {
+	body, err := readAll(http.MaxBytesReader(w, r.Body, f.opt.maxBodyBytes), r.ContentLength, buf)
 	if err == nil {
 		return body, nil
 	}
@@ -230,12 +245,16 @@ const maxBodyHint = 1 << 20
 
 // readAll is io.ReadAll into one buffer sized from the announced length (up to
 // maxBodyHint), instead of growing from 512 bytes and copying a long prompt
-// over and over.
-func readAll(r io.Reader, announced int64) ([]byte, error) {
+// over and over: into buf when it has that room.
+func readAll(r io.Reader, announced int64, buf []byte) ([]byte, error) {
 	if announced <= 0 {
 		return io.ReadAll(r)
 	}
-	b := make([]byte, 0, min(announced, maxBodyHint)+1) // +1: EOF is seen without growing
+	size := min(announced, maxBodyHint) + 1 // +1: EOF is seen without growing
+	b := buf[:0]
+	if int64(cap(b)) < size {
+		b = make([]byte, 0, size)
+	}
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]

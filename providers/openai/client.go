@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/internal/bufpool"
 	"github.com/switchyard/switchyard/openaijson"
 	"github.com/switchyard/switchyard/providers"
 	"github.com/switchyard/switchyard/tracing"
@@ -146,8 +147,13 @@ func (c *Client) upstreamBody(req *providers.Request, stream bool) providers.Pie
 // the attempt's idempotency key and request id (req may be nil).
 func (c *Client) newRequest(ctx context.Context, method, url string, body providers.Pieces, req *providers.Request) (*http.Request, error) {
 	var rd io.Reader
+	ref := bufpool.From(ctx) // the buffer the caller's body arrived in, which body may point into
 	if body != nil {
-		rd = body.Reader()
+		var ok bool
+		if rd, ok = body.ReaderOf(ref); !ok { // the request has ended: its buffer is let go
+			return nil, &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Transport: true,
+				Message: "the request ended before its body was sent"}
+		}
 	}
 	if req != nil {
 		ctx = providers.WithQuotaModel(ctx, req.Model) // whose rate-limit headers the answer carries
@@ -160,7 +166,12 @@ func (c *Client) newRequest(ctx context.Context, method, url string, body provid
 	}
 	if body != nil {
 		hr.ContentLength = body.Len()
-		hr.GetBody = func() (io.ReadCloser, error) { return body.Reader(), nil }
+		hr.GetBody = func() (io.ReadCloser, error) {
+			if rd, ok := body.ReaderOf(ref); ok {
+				return rd, nil
+			}
+			return nil, providers.ErrBodyReleased
+		}
 	}
 	for k, v := range c.headers {
 		hr.Header[k] = v

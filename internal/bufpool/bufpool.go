@@ -1,0 +1,93 @@
+// Package bufpool lends the large buffers request bodies are read into, and
+// takes one back when the last of its holders lets go of it: the handler that
+// read the body, and each upstream request body still sending from it (a
+// transport may read a request body after its round trip returned, and closes
+// it when it is done).
+package bufpool
+
+import (
+	"math/bits"
+	"sync"
+	"sync/atomic"
+)
+
+// Sizes lent: powers of two from MinSize to MaxSize. Smaller bodies are not
+// worth a pool; larger ones are allocated as before.
+const (
+	minShift = 16
+	maxShift = 22
+	MinSize  = 1 << minShift
+	MaxSize  = 1 << maxShift
+)
+
+var pools [maxShift - minShift + 1]sync.Pool
+
+// lease is a buffer and its state: how many times it was lent (the high 32
+// bits) and how many hold it now (the low 32).
+type lease struct {
+	buf   []byte
+	class int
+	state atomic.Uint64
+}
+
+// Ref is one lending of a buffer. The zero Ref lends nothing: Hold says yes,
+// Release does nothing, Buf is nil.
+type Ref struct {
+	l   *lease
+	gen uint32
+}
+
+// Get lends a buffer of at least n bytes, held once by the caller; the zero
+// Ref when n is outside MinSize..MaxSize.
+func Get(n int) Ref {
+	if n < MinSize || n > MaxSize {
+		return Ref{}
+	}
+	class := bits.Len(uint(n-1)) - minShift // the smallest power of two >= n
+	l, _ := pools[class].Get().(*lease)
+	if l == nil {
+		l = &lease{buf: make([]byte, 0, 1<<(class+minShift)), class: class}
+	}
+	gen := uint32(l.state.Load()>>32) + 1
+	l.state.Store(uint64(gen)<<32 | 1) // no holder is left: no one else touches it
+	return Ref{l, gen}
+}
+
+// Buf is the buffer (len 0), to read into up to its capacity.
+func (r Ref) Buf() []byte {
+	if r.l == nil {
+		return nil
+	}
+	return r.l.buf[:0]
+}
+
+// Hold adds a holder; false when every holder of this lending has let go
+// already (the buffer may be another request's by now: do not read it).
+func (r Ref) Hold() bool {
+	if r.l == nil {
+		return true
+	}
+	for {
+		s := r.l.state.Load()
+		if uint32(s>>32) != r.gen || uint32(s) == 0 {
+			return false
+		}
+		if r.l.state.CompareAndSwap(s, s+1) {
+			return true
+		}
+	}
+}
+
+// Release lets go of one hold; the last one gives the buffer back.
+func (r Ref) Release() {
+	if r.l == nil {
+		return
+	}
+	s := r.l.state.Add(^uint64(0)) // minus one
+	if uint32(s>>32) != r.gen || uint32(s) == ^uint32(0) {
+		panic("bufpool: a buffer released more often than held")
+	}
+	if uint32(s) == 0 {
+		pools[r.l.class].Put(r.l)
+	}
+}

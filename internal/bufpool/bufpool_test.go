@@ -1,0 +1,87 @@
+package bufpool
+
+import (
+	"sync"
+	"testing"
+)
+
+func TestGetLendsTheNextPowerOfTwo(t *testing.T) {
+	cases := []struct {
+		n, cap int
+	}{{MinSize - 1, 0}, {MinSize, MinSize}, {MinSize + 1, 2 * MinSize}, {520344, 1 << 19}, {MaxSize, MaxSize}, {MaxSize + 1, 0}}
+	for _, tc := range cases {
+		r := Get(tc.n)
+		if got := cap(r.Buf()); got != tc.cap {
+			t.Errorf("Get(%d): cap %d, want %d", tc.n, got, tc.cap)
+		}
+		r.Release()
+	}
+}
+
+func TestAHoldEndsWithTheLending(t *testing.T) {
+	t.Run("held until the last release", func(t *testing.T) {
+		r := Get(MinSize)
+		if !r.Hold() {
+			t.Fatal("a second holder was refused while the first held it")
+		}
+		r.Release()
+		if !r.Hold() {
+			t.Fatal("refused while one holder is left")
+		}
+		r.Release()
+		r.Release()
+		if r.Hold() {
+			t.Fatal("held after every holder let go")
+		}
+	})
+	t.Run("not by a stale ref once lent again", func(t *testing.T) {
+		for range 100 { // the pool may or may not hand the same buffer back
+			old := Get(MinSize)
+			old.Release()
+			now := Get(MinSize)
+			if old.Hold() {
+				t.Fatal("a ref of an earlier lending held the buffer lent again")
+			}
+			now.Release()
+		}
+	})
+	t.Run("released more than held", func(t *testing.T) {
+		r := Get(MinSize)
+		r.Release()
+		defer func() {
+			if recover() == nil {
+				t.Fatal("no panic")
+			}
+		}()
+		r.Release()
+	})
+	t.Run("zero ref", func(t *testing.T) {
+		var r Ref
+		if !r.Hold() || r.Buf() != nil {
+			t.Fatal("the zero Ref should lend nothing and refuse nothing")
+		}
+		r.Release()
+	})
+}
+
+// Holders come and go concurrently; the buffer goes back once, after the last.
+func TestConcurrentHolders(t *testing.T) {
+	for range 200 {
+		r := Get(MinSize)
+		var wg sync.WaitGroup
+		for range 8 {
+			if !r.Hold() {
+				t.Fatal("refused while held")
+			}
+			wg.Go(func() { r.Release() })
+		}
+		wg.Wait()
+		if s := r.l.state.Load(); uint32(s) != 1 {
+			t.Fatalf("holders left: %d, want 1", uint32(s))
+		}
+		r.Release()
+		if r.Hold() {
+			t.Fatal("held after the last release")
+		}
+	}
+}
