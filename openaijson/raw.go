@@ -235,7 +235,11 @@ func (s *scanner) rawStrBlocks(c *rawCheck) error {
 	i := s.pos + 1
 	var m bytemask.Masks
 	for i+64 <= len(data) {
-		loadText(data, i, &m)
+		if i >= 3 {
+			bytemask.TextBlock((*[67]byte)(data[i-3:i+64]), &m)
+		} else {
+			loadTextAtStart(data, i, &m)
+		}
 		if m.Backslash|m.High|m.Invalid == 0 { // plain ASCII: the first quote ends it
 			stop := m.Quote | m.Control
 			if stop == 0 {
@@ -261,12 +265,9 @@ func (s *scanner) rawStrBlocks(c *rawCheck) error {
 	return s.rawStrFrom(c, bytemask.CharStart(data, i)) // the blocks judge a byte only with the ones after it
 }
 
-// loadText loads m with the masks of data[i:i+64] and the three bytes before.
-func loadText(data []byte, i int, m *bytemask.Masks) {
-	if i >= 3 {
-		m.LoadText((*[67]byte)(data[i-3 : i+64]))
-		return
-	}
+// loadTextAtStart loads m with the masks of data[i:i+64] (i < 3) and the
+// bytes before, if any.
+func loadTextAtStart(data []byte, i int, m *bytemask.Masks) {
 	var w [67]byte // zero bytes before the data: ASCII
 	copy(w[3-i:], data[:i+64])
 	m.LoadText(&w)

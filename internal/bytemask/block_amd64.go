@@ -26,14 +26,17 @@ func block(p *[64]byte, m *Masks)
 // w[:3] are the three bytes before them (ASCII when there are none).
 func (m *Masks) LoadText(w *[67]byte) {
 	if Fast {
-		textBlock(w, m)
+		TextBlock(w, m)
 		return
 	}
 	*m = textBlockGo(w)
 }
 
+// TextBlock is LoadText without the check of the machine: only where Fast
+// (a scanner's loop calls it once per block; LoadText is a call more).
+//
 //go:noescape
-func textBlock(w *[67]byte, m *Masks)
+func TextBlock(w *[67]byte, m *Masks)
 
 // utf8Blocks says whether no byte of the blocks (64 bytes each) at p shows a
 // UTF-8 error, the bytes before the first taken as ASCII, and whether a byte

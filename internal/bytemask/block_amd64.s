@@ -161,8 +161,8 @@ TEXT ·block(SB), NOSPLIT, $0-16
 	VZEROUPPER
 	RET
 
-// func textBlock(w *[67]byte, m *Masks)
-TEXT ·textBlock(SB), NOSPLIT, $0-16
+// func TextBlock(w *[67]byte, m *Masks)
+TEXT ·TextBlock(SB), NOSPLIT, $0-16
 	MOVQ w+0(FP), SI
 	MOVQ m+8(FP), DI
 	ADDQ $3, SI

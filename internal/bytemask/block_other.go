@@ -13,6 +13,9 @@ func (m *Masks) Load(p *[64]byte) { *m = blockGo(p) }
 // w[:3] are the three bytes before them (ASCII when there are none).
 func (m *Masks) LoadText(w *[67]byte) { *m = textBlockGo(w) }
 
+// TextBlock is LoadText.
+func TextBlock(w *[67]byte, m *Masks) { *m = textBlockGo(w) }
+
 // utf8Blocks is never called here (Fast is false).
 func utf8Blocks(*byte, int) (bool, bool) { panic("bytemask: utf8Blocks without AVX2") }
 
