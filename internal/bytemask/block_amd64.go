@@ -8,6 +8,9 @@ import "golang.org/x/sys/cpu"
 // string's bytes eight at a time.
 var Fast = cpu.X86.HasAVX2
 
+// avx512 says TextBlock takes its AVX-512 form (textBlock512).
+var avx512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
+
 // Load sets m to the masks of the 64 bytes at p. (m is filled in place: a
 // Masks returned by value is copied sixteen bytes at a time from the eight-byte
 // stores that wrote it, and the stalled loads cost more than the compares.)
@@ -58,3 +61,6 @@ func Stops(p *[64]byte) (special, high uint64) {
 
 //go:noescape
 func stopsBlock(p *[64]byte) (special, high uint64)
+
+//go:noescape
+func textBlock512(w *[67]byte, m *Masks)

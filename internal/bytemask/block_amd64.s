@@ -163,6 +163,11 @@ TEXT ·block(SB), NOSPLIT, $0-16
 
 // func TextBlock(w *[67]byte, m *Masks)
 TEXT ·TextBlock(SB), NOSPLIT, $0-16
+	CMPB ·avx512(SB), $0
+	JEQ avx2
+	JMP ·textBlock512(SB)
+
+avx2:
 	MOVQ w+0(FP), SI
 	MOVQ m+8(FP), DI
 	ADDQ $3, SI
@@ -329,5 +334,83 @@ TEXT ·stopsBlock(SB), NOSPLIT, $0-24
 	VPOR Y6, Y5, Y5
 	VPOR Y7, Y5, Y5
 	MASK2(Y2, Y5, special+8(FP))
+	VZEROUPPER
+	RET
+
+// func textBlock512(w *[67]byte, m *Masks)
+//
+// TextBlock with AVX-512 (F and BW): the 64 bytes in one register, each mask
+// straight from a compare or a test into a mask register. The same tables and
+// steps as TextBlock's, in Z0-Z15 only (VZEROUPPER cleans those).
+TEXT ·textBlock512(SB), NOSPLIT, $0-16
+	MOVQ w+0(FP), SI
+	MOVQ m+8(FP), DI
+	VMOVDQU64 3(SI), Z0
+	VPMOVB2M Z0, K1
+	KMOVQ K1, 24(DI) // High
+
+	VBROADCASTI32X4 quotes<>(SB), Z8
+	VPCMPEQB Z8, Z0, K2
+	KMOVQ K2, 0(DI) // Quote
+	VBROADCASTI32X4 backslashes<>(SB), Z9
+	VPCMPEQB Z9, Z0, K3
+	KMOVQ K3, 8(DI) // Backslash
+	VBROADCASTI32X4 top3<>(SB), Z10
+	VPTESTNMB Z10, Z0, K4
+	KMOVQ K4, 16(DI) // Control
+
+	VBROADCASTI32X4 nibble<>(SB), Z12
+	VBROADCASTI32X4 lotab<>(SB), Z13
+	VBROADCASTI32X4 hitab<>(SB), Z14
+	VPANDQ Z12, Z0, Z2
+	VPSHUFB Z2, Z13, Z2
+	VPSRLW $4, Z0, Z3
+	VPANDQ Z12, Z3, Z3 // the high nibbles, kept for the UTF-8 check
+	VPSHUFB Z3, Z14, Z4
+	VPANDQ Z4, Z2, Z2 // the class of each byte
+	VBROADCASTI32X4 ubit<>(SB), Z11
+	VPTESTMB Z11, Z2, K5
+	KMOVQ K5, 40(DI) // U
+	VPTESTMB Z12, Z2, K6
+	KMOVQ K6, 32(DI) // EscapeChar
+
+	// No byte of the block nor of the three before it has its high bit set:
+	// no error can show.
+	MOVWQZX 0(SI), R9
+	MOVBQZX 2(SI), R10
+	SHLQ $16, R10
+	ORQ R10, R9
+	ANDQ $0x808080, R9
+	ORQ 24(DI), R9
+	JNZ utf8
+	MOVQ $0, 48(DI)
+	VZEROUPPER
+	RET
+
+utf8:
+	VMOVDQU64 2(SI), Z4 // prev1
+	VMOVDQU64 1(SI), Z5 // prev2
+	VMOVDQU64 0(SI), Z6 // prev3
+	VBROADCASTI32X4 firsthigh<>(SB), Z8
+	VBROADCASTI32X4 firstlow<>(SB), Z9
+	VBROADCASTI32X4 secondhigh<>(SB), Z10
+	VPSRLW $4, Z4, Z7
+	VPANDQ Z12, Z7, Z7
+	VPSHUFB Z7, Z8, Z7
+	VPANDQ Z12, Z4, Z4
+	VPSHUFB Z4, Z9, Z4
+	VPANDQ Z7, Z4, Z4
+	VPSHUFB Z3, Z10, Z7
+	VPANDQ Z7, Z4, Z4 // the errors the pairs can show
+	VBROADCASTI32X4 lead3<>(SB), Z11
+	VBROADCASTI32X4 lead4<>(SB), Z13
+	VBROADCASTI32X4 highbits<>(SB), Z14
+	VPSUBUSB Z11, Z5, Z5
+	VPSUBUSB Z13, Z6, Z6
+	VPORQ Z6, Z5, Z5
+	VPANDQ Z14, Z5, Z5 // must be a third or fourth byte
+	VPXORQ Z5, Z4, Z4
+	VPTESTMB Z4, Z4, K7
+	KMOVQ K7, 48(DI) // Invalid
 	VZEROUPPER
 	RET

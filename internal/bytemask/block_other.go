@@ -26,3 +26,6 @@ func Stops(p *[64]byte) (special, high uint64) {
 	m := blockGo(p)
 	return m.Quote | m.Backslash | m.Control, m.High
 }
+
+// avx512 is never true here (TextBlock is textBlockGo).
+var avx512 = false

@@ -52,26 +52,37 @@ func TestBlockMatchesBytes(t *testing.T) {
 }
 
 // LoadText says what textBlockGo says, of every block of blocks after every
-// kind of three bytes: ASCII, the leads and continuations of characters.
+// kind of three bytes (ASCII, the leads and continuations of characters), in
+// each form the machine runs: AVX2 and, where it has it, AVX-512.
 func TestTextBlockMatchesBytes(t *testing.T) {
 	if !Fast {
 		t.Skip("LoadText is textBlockGo on this machine")
 	}
-	befores := []string{"aaa", "\x80\x80\x80", "a\xc3\xa9", "\x00\xe6\x97", "\xf0\x9f\x98",
-		"\xf4\x90\x80", "aa\xe0", "a\xf0\x90", "\xed\xa0\x80", "\xff\xfe\xc0"}
-	r := rand.New(rand.NewPCG(9, 10))
-	for _, p := range blocks() {
-		var w [67]byte
-		before := befores[r.IntN(len(befores))]
-		if r.IntN(4) == 0 {
-			before = string([]byte{byte(r.IntN(256)), byte(r.IntN(256)), byte(r.IntN(256))})
-		}
-		copy(w[:3], before)
-		copy(w[3:], p[:])
-		var got Masks
-		if got.LoadText(&w); got != textBlockGo(&w) {
-			t.Fatalf("%q:\n got %+v\nwant %+v", w[:], got, textBlockGo(&w))
-		}
+	forms := []bool{false}
+	if avx512 {
+		forms = append(forms, true)
+	}
+	defer func(was bool) { avx512 = was }(avx512)
+	for _, form := range forms {
+		avx512 = form
+		t.Run(map[bool]string{false: "AVX2", true: "AVX-512"}[form], func(t *testing.T) {
+			befores := []string{"aaa", "\x80\x80\x80", "a\xc3\xa9", "\x00\xe6\x97", "\xf0\x9f\x98",
+				"\xf4\x90\x80", "aa\xe0", "a\xf0\x90", "\xed\xa0\x80", "\xff\xfe\xc0"}
+			r := rand.New(rand.NewPCG(9, 10))
+			for _, p := range blocks() {
+				var w [67]byte
+				before := befores[r.IntN(len(befores))]
+				if r.IntN(4) == 0 {
+					before = string([]byte{byte(r.IntN(256)), byte(r.IntN(256)), byte(r.IntN(256))})
+				}
+				copy(w[:3], before)
+				copy(w[3:], p[:])
+				var got Masks
+				if got.LoadText(&w); got != textBlockGo(&w) {
+					t.Fatalf("%q:\n got %+v\nwant %+v", w[:], got, textBlockGo(&w))
+				}
+			}
+		})
 	}
 }
 
@@ -149,5 +160,26 @@ func BenchmarkValidUTF8(b *testing.B) {
 		if !ValidUTF8(s) {
 			b.Fatal("invalid")
 		}
+	}
+}
+
+func BenchmarkTextBlock(b *testing.B) {
+	var w [67]byte
+	for i := range w {
+		w[i] = byte(i * 7)
+	}
+	has := avx512
+	defer func() { avx512 = has }()
+	for _, form := range []bool{false, true} {
+		if form && !has {
+			continue
+		}
+		avx512 = form
+		b.Run(map[bool]string{false: "AVX2", true: "AVX-512"}[form], func(b *testing.B) {
+			var m Masks
+			for b.Loop() {
+				TextBlock(&w, &m)
+			}
+		})
 	}
 }
