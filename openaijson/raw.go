@@ -3,6 +3,7 @@ package openaijson
 import (
 	"encoding/binary"
 	"math/bits"
+	"sync/atomic"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -48,7 +49,7 @@ func (s *scanner) checkRawMessages(md protoreflect.MessageDescriptor) (ok bool) 
 	if s.peek() != '[' {
 		return false
 	}
-	roleFd := md.Fields().ByName("role")
+	roleFd, ix := md.Fields().ByName("role"), s.index(md)
 	var c rawCheck
 	n, roles := 0, true
 	err := s.array(func(int) error {
@@ -57,7 +58,7 @@ func (s *scanner) checkRawMessages(md protoreflect.MessageDescriptor) (ok bool) 
 			return errType
 		}
 		role := false
-		err := s.checkRawObject(md, &c, func(fd protoreflect.FieldDescriptor) {
+		err := s.checkRawObject(ix, &c, func(fd protoreflect.FieldDescriptor) {
 			if fd == roleFd {
 				role = s.peek() == '"' && s.pos+1 < len(s.data) && s.data[s.pos+1] != '"'
 			}
@@ -68,86 +69,152 @@ func (s *scanner) checkRawMessages(md protoreflect.MessageDescriptor) (ok bool) 
 	return err == nil && !c.mend && n > 0 && roles
 }
 
-// checkRawObject checks an object for message md, as decoder.message decodes it;
-// seen hears each known field just before its value is checked.
-func (s *scanner) checkRawObject(md protoreflect.MessageDescriptor, c *rawCheck, seen func(protoreflect.FieldDescriptor)) error {
-	ix := s.index(md)
+// checkRawObject checks an object for the message ix indexes, as
+// decoder.message decodes it; seen hears each known field just before its
+// value is checked.
+func (s *scanner) checkRawObject(ix *fieldIndex, c *rawCheck, seen func(protoreflect.FieldDescriptor)) error {
 	var ks keySet
 	return s.object(func(key []byte) error {
 		c.noteKey(&ks, key)
-		fd := ix.get(key)
-		if fd == nil {
+		i := ix.find(key)
+		if i < 0 {
 			if ix.extra == nil {
 				return s.skip()
 			}
 			return s.countValue(c) // kept in extra, as a Value
 		}
 		if seen != nil {
-			seen(fd)
+			seen(ix.fds[i])
 		}
-		return s.checkRawField(fd, c)
+		return s.checkRawField(ix.checks[i], c)
 	})
 }
 
-// checkRawField checks one known member as decoder.field decodes it.
-func (s *scanner) checkRawField(fd protoreflect.FieldDescriptor, c *rawCheck) error {
+// fieldCheck is how the raw check reads a field's value, worked out once per
+// field: protoreflect's accessors are interface calls, and a history asks
+// them of every member of every message.
+type fieldCheck struct {
+	shape fieldShape
+	kind  valueKind                    // of the value, or of each element
+	elem  protoreflect.FieldDescriptor // the field; a map's: its value field
+	sub   atomic.Pointer[fieldIndex]   // kind valueObject: its message's index, once asked for
+}
+
+type fieldShape uint8
+
+const (
+	shapeOne fieldShape = iota
+	shapeList
+	shapeMap
+)
+
+type valueKind uint8
+
+const (
+	valueScalar valueKind = iota // a number or a bool (scanner.plain)
+	valueString
+	valueEnum   // none in a chat message: refused, and decoding says why
+	valueAny    // google.protobuf.Value
+	valueStruct // google.protobuf.Struct
+	valueList   // google.protobuf.ListValue
+	valueObject // another message
+)
+
+func checkOf(fd protoreflect.FieldDescriptor) *fieldCheck {
+	ck := &fieldCheck{elem: fd}
 	switch {
 	case fd.IsMap():
-		if s.peek() == 'n' {
+		ck.shape, ck.elem = shapeMap, fd.MapValue()
+	case fd.IsList():
+		ck.shape = shapeList
+	}
+	switch md := ck.elem.Message(); {
+	case md != nil && md.FullName() == "google.protobuf.Value":
+		ck.kind = valueAny
+	case md != nil && md.FullName() == "google.protobuf.Struct":
+		ck.kind = valueStruct
+	case md != nil && md.FullName() == "google.protobuf.ListValue":
+		ck.kind = valueList
+	case md != nil:
+		ck.kind = valueObject
+	case ck.elem.Kind() == protoreflect.StringKind:
+		ck.kind = valueString
+	case ck.elem.Kind() == protoreflect.EnumKind:
+		ck.kind = valueEnum
+	}
+	return ck
+}
+
+// index is the index of a valueObject field's message.
+func (ck *fieldCheck) index() *fieldIndex {
+	if ix := ck.sub.Load(); ix != nil {
+		return ix
+	}
+	ix := indexOf(ck.elem.Message())
+	ck.sub.Store(ix)
+	return ix
+}
+
+// checkRawField checks one known member as decoder.field decodes it.
+func (s *scanner) checkRawField(ck *fieldCheck, c *rawCheck) error {
+	b := s.peek()
+	switch ck.shape {
+	case shapeMap:
+		if b == 'n' {
 			return s.lit("null")
 		}
-		if s.peek() != '{' {
+		if b != '{' {
 			return errType
 		}
-		return s.object(func([]byte) error { return s.checkRawScalar(fd.MapValue(), c) })
-	case fd.IsList():
-		if s.peek() == 'n' {
+		return s.object(func([]byte) error { return s.checkRawScalar(ck.elem, c) })
+	case shapeList:
+		if b == 'n' {
 			return s.lit("null")
 		}
-		if s.peek() != '[' {
+		if b != '[' {
 			return errType
 		}
 		return s.array(func(int) error {
-			if fd.Message() == nil {
-				return s.checkRawScalar(fd, c)
+			if ck.kind >= valueAny && s.peek() == 'n' {
+				return errType // a list's message may not be null
 			}
-			if s.peek() == 'n' {
-				return errType
-			}
-			return s.checkRawMessage(fd.Message(), c)
+			return s.checkRawValue(ck, c)
 		})
-	case fd.Message() != nil:
-		if s.peek() == 'n' && fd.Message().FullName() != "google.protobuf.Value" {
-			return s.lit("null")
-		}
-		return s.checkRawMessage(fd.Message(), c)
 	}
-	if s.peek() == 'n' {
+	if b == 'n' && ck.kind != valueAny {
 		return s.lit("null")
 	}
-	return s.checkRawScalar(fd, c)
+	return s.checkRawValue(ck, c)
 }
 
-// checkRawMessage checks a message-typed value as decoder.message decodes it.
-func (s *scanner) checkRawMessage(md protoreflect.MessageDescriptor, c *rawCheck) error {
-	switch md.FullName() {
-	case "google.protobuf.Struct":
+// checkRawValue checks one value (a field's, or a list's element) as
+// decoder.field decodes it.
+func (s *scanner) checkRawValue(ck *fieldCheck, c *rawCheck) error {
+	switch ck.kind {
+	case valueString:
+		if s.peek() != '"' {
+			return errType
+		}
+		return s.rawStr(c)
+	case valueAny:
+		return s.countValue(c)
+	case valueStruct:
 		if s.peek() != '{' {
 			return errType
 		}
 		return s.object(func([]byte) error { return s.countValue(c) })
-	case "google.protobuf.ListValue":
+	case valueList:
 		if s.peek() != '[' {
 			return errType
 		}
 		return s.countValue(c)
-	case "google.protobuf.Value":
-		return s.countValue(c)
+	case valueObject:
+		if s.peek() != '{' {
+			return errType
+		}
+		return s.checkRawObject(ck.index(), c, nil)
 	}
-	if s.peek() != '{' {
-		return errType
-	}
-	return s.checkRawObject(md, c, nil)
+	return s.checkRawScalar(ck.elem, c)
 }
 
 // checkRawScalar checks a scalar as decoder.scalar reads it.

@@ -34,6 +34,38 @@ func longChat(kb int) []byte {
 	return b
 }
 
+// shortTurns is a chat request of n short turns (an agent's history: many
+// messages of a sentence each, tool calls among them).
+func shortTurns(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"model":"openai/gpt-4o","messages":[{"role":"system","content":"You are a helpful assistant."}`)
+	for i := range n {
+		switch i % 3 {
+		case 0:
+			b.WriteString(`,{"role":"user","content":"What is the status of order ` + strconv.Itoa(i) + `?"}`)
+		case 1:
+			b.WriteString(`,{"role":"assistant","content":null,"tool_calls":[{"id":"call_` + strconv.Itoa(i) +
+				`","type":"function","function":{"name":"lookup_order","arguments":"{\"id\":` + strconv.Itoa(i) + `}"}}]}`)
+		default:
+			b.WriteString(`,{"role":"tool","tool_call_id":"call_` + strconv.Itoa(i-1) + `","content":"{\"status\":\"shipped\"}"}`)
+		}
+	}
+	b.WriteString(`],"max_tokens":64}`)
+	return []byte(b.String())
+}
+
+func BenchmarkUnmarshalChatShortTurns(b *testing.B) {
+	body := shortTurns(600)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var req pb.ChatCompletionRequest
+		if err := UnmarshalChat(body, &req); err != nil || len(req.MessagesJson) == 0 {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkUnmarshalChatLong(b *testing.B) {
 	for _, kb := range []int{64, 512} {
 		body := longChat(kb)
