@@ -386,8 +386,8 @@ func appendString[T string | []byte](b []byte, s T) []byte {
 // a string protobuf-go would refuse, see TranscodeMessages). Sixty-four bytes
 // are classified at a time where bytemask is fast, else plain ASCII is read
 // eight bytes at a time to the first byte to look at (stopMask); each byte to
-// look at is written by appendStop, and runs of plain text are copied in one
-// append.
+// look at is written by appendStop (an ASCII one found by blocks: by
+// appendEscape, inline), and runs of plain text are copied in one append.
 func appendStr[T string | []byte](b []byte, s T, strict bool) ([]byte, bool) {
 	return appendStrBy(b, s, strict, bytemask.Fast)
 }

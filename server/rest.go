@@ -179,9 +179,18 @@ func writeJSON(w http.ResponseWriter, code int, body string) {
 func (f *front) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	// A long body is read into a lent buffer: the conversation stays in it
 	// (messages_json) and is sent to the upstream from it; it is given back when
-	// this handler and every upstream body reading from it are done.
-	ref := bufpool.Get(int(min(r.ContentLength, maxBodyHint)) + 1) // +1: see readAll
-	defer ref.Release()
+	// this handler and every upstream body reading from it are done. Not on a
+	// panic (no defer): a hedge's other attempt may still be reading it, and
+	// the garbage collector takes it instead.
+	var ref bufpool.Ref
+	if n := min(r.ContentLength, maxBodyHint) + 1; n > bufpool.MinSize { // +1: see readAll
+		ref = bufpool.Get(int(n))
+	}
+	f.chatCompletionsIn(w, r, ref)
+	ref.Release()
+}
+
+func (f *front) chatCompletionsIn(w http.ResponseWriter, r *http.Request, ref bufpool.Ref) {
 	body, err := f.bodyInto(w, r, ref.Buf())
 	if err != nil {
 		writeError(w, err)

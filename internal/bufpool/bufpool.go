@@ -15,7 +15,7 @@ import (
 // worth a pool; larger ones are allocated as before.
 const (
 	minShift = 16
-	maxShift = 22
+	maxShift = 20
 	MinSize  = 1 << minShift
 	MaxSize  = 1 << maxShift
 )
@@ -78,16 +78,23 @@ func (r Ref) Hold() bool {
 	}
 }
 
-// Release lets go of one hold; the last one gives the buffer back.
+// Release lets go of one hold; the last one gives the buffer back. A release
+// of a lending that has no holder left panics before it changes anything: it
+// must not take a hold from the buffer's next lending.
 func (r Ref) Release() {
 	if r.l == nil {
 		return
 	}
-	s := r.l.state.Add(^uint64(0)) // minus one
-	if uint32(s>>32) != r.gen || uint32(s) == ^uint32(0) {
-		panic("bufpool: a buffer released more often than held")
-	}
-	if uint32(s) == 0 {
-		pools[r.l.class].Put(r.l)
+	for {
+		s := r.l.state.Load()
+		if uint32(s>>32) != r.gen || uint32(s) == 0 {
+			panic("bufpool: a buffer released more often than held")
+		}
+		if r.l.state.CompareAndSwap(s, s-1) {
+			if uint32(s) == 1 {
+				pools[r.l.class].Put(r.l)
+			}
+			return
+		}
 	}
 }

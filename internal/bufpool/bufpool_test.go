@@ -8,7 +8,7 @@ import (
 func TestGetLendsTheNextPowerOfTwo(t *testing.T) {
 	cases := []struct {
 		n, cap int
-	}{{MinSize - 1, 0}, {MinSize, MinSize}, {MinSize + 1, 2 * MinSize}, {520344, 1 << 19}, {MaxSize, MaxSize}, {MaxSize + 1, 0}}
+	}{{MinSize - 1, 0}, {MinSize, MinSize}, {MinSize + 1, 2 * MinSize}, {520344, 1 << 19}, {MaxSize, MaxSize}, {MaxSize + 1, 0}, {4 << 20, 0}}
 	for _, tc := range cases {
 		r := Get(tc.n)
 		if got := cap(r.Buf()); got != tc.cap {
@@ -48,12 +48,33 @@ func TestAHoldEndsWithTheLending(t *testing.T) {
 	t.Run("released more than held", func(t *testing.T) {
 		r := Get(MinSize)
 		r.Release()
-		defer func() {
-			if recover() == nil {
-				t.Fatal("no panic")
-			}
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("no panic")
+				}
+			}()
+			r.Release()
 		}()
-		r.Release()
+		if next := Get(MinSize); next.l == r.l && next.gen == r.gen {
+			t.Fatal("the release past zero gave the next lending the same generation")
+		}
+	})
+	t.Run("a stale release takes nothing from the next lending", func(t *testing.T) {
+		for range 100 {
+			old := Get(MinSize)
+			old.Release()
+			now := Get(MinSize)
+			func() {
+				defer func() { _ = recover() }()
+				old.Release()
+			}()
+			if !now.Hold() {
+				t.Fatal("the next lending lost its holder to a stale release")
+			}
+			now.Release()
+			now.Release()
+		}
 	})
 	t.Run("zero ref", func(t *testing.T) {
 		var r Ref

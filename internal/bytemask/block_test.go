@@ -51,9 +51,10 @@ func TestBlockMatchesBytes(t *testing.T) {
 	}
 }
 
-// LoadText says what textBlockGo says, of every block of blocks after every
-// kind of three bytes (ASCII, the leads and continuations of characters), in
-// each form the machine runs: AVX2 and, where it has it, AVX-512.
+// LoadText says what textBlockGo says, of every block of blocks, each after
+// three bytes drawn from every kind (ASCII, the leads and continuations of
+// characters, random bytes), in each form the machine runs: AVX2 and, where it
+// has it, AVX-512.
 func TestTextBlockMatchesBytes(t *testing.T) {
 	if !Fast {
 		t.Skip("LoadText is textBlockGo on this machine")

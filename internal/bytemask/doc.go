@@ -4,9 +4,10 @@
 // above), one of the characters of a two-byte escape (" \ / b f n r t) or a
 // 'u'; LoadText also marks where UTF-8 goes wrong. On amd64 with AVX2 the
 // masks come from 32-byte compares and nibble table lookups (block_amd64.s;
-// Fast is true); elsewhere Load reads the bytes one by one (blockGo and
-// textBlockGo, the oracles of TestBlockMatchesBytes), slower than the
-// scanners' own eight-byte loops, which they use instead.
+// Fast is true; TextBlock also in AVX-512 where the machine has it);
+// elsewhere the bytes are read one by one (blockGo and textBlockGo, the
+// oracles of TestBlockMatchesBytes and TestTextBlockMatchesBytes), slower than
+// the scanners' own eight-byte loops, which they use instead.
 package bytemask
 
 // Masks is what Load says of a 64-byte block.

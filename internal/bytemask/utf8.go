@@ -125,8 +125,10 @@ func hasLineSep(s []byte) bool {
 	}
 }
 
-// CharStart is the lead byte of a character whose last bytes are at s[i] or
-// after it (a block judges a byte only with the bytes after it), else i.
+// CharStart is where to go on reading one byte at a time after blocks ended
+// at i: the lead byte of the last character that starts in s[i-3:i] (it may
+// end at s[i] or after it, and a block judges a byte only with the bytes
+// after it; a character that ended before i is only read again), else i.
 func CharStart(s []byte, i int) int {
 	for j := i - 1; j >= 0 && j >= i-3 && s[j] >= utf8.RuneSelf; j-- {
 		if s[j] >= 0xC0 {

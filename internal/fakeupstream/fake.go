@@ -57,6 +57,11 @@ type Reply struct {
 	// RejectPrefill answers 400 (invalid_request_error) to a request whose last
 	// message is the assistant's, as providers that refuse an assistant prefill do.
 	RejectPrefill bool
+	// AnswerFirst answers a non-stream request with Body (or a short completion)
+	// before reading its body, then, after Delay, reads the body (recorded when
+	// read): the client's transport is still writing it after its round trip
+	// returned.
+	AnswerFirst bool
 	// ID replaces the completion id of a stream answer (default "chatcmpl-fake2").
 	ID string
 }
@@ -163,11 +168,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
 		s.serveModels(w)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
+		rep := s.next()
+		if rep.AnswerFirst {
+			s.answerFirst(w, r, rep)
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		s.mu.Lock()
 		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 		s.mu.Unlock()
-		s.serveChat(w, r, body, s.next())
+		s.serveChat(w, r, body, rep)
 		if r.Context().Err() != nil {
 			s.gone.Add(1)
 		}
@@ -218,6 +228,27 @@ func reset(w http.ResponseWriter) {
 			conn.Close()
 		}
 	}
+}
+
+// answerFirst is Reply.AnswerFirst.
+func (s *Server) answerFirst(w http.ResponseWriter, r *http.Request, rep Reply) {
+	_ = http.NewResponseController(w).EnableFullDuplex()
+	answer := rep.Body
+	if answer == "" {
+		answer = `{"id":"chatcmpl-first","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,` +
+			`"message":{"role":"assistant","content":"answered first"},"finish_reason":"stop"}],` +
+			`"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+	_, _ = io.WriteString(w, answer)
+	_ = http.NewResponseController(w).Flush()
+	time.Sleep(rep.Delay)
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	s.mu.Unlock()
+	s.finished.Add(1)
 }
 
 func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, body []byte, rep Reply) {

@@ -146,26 +146,23 @@ func (c *Client) upstreamBody(req *providers.Request, stream bool) providers.Pie
 // newRequest builds a request to url (see endpoint) with the client's headers and
 // the attempt's idempotency key and request id (req may be nil).
 func (c *Client) newRequest(ctx context.Context, method, url string, body providers.Pieces, req *providers.Request) (*http.Request, error) {
-	var rd io.Reader
-	ref := bufpool.From(ctx) // the buffer the caller's body arrived in, which body may point into
-	if body != nil {
-		var ok bool
-		if rd, ok = body.ReaderOf(ref); !ok { // the request has ended: its buffer is let go
-			return nil, &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Transport: true,
-				Message: "the request ended before its body was sent"}
-		}
-	}
 	if req != nil {
 		ctx = providers.WithQuotaModel(ctx, req.Model) // whose rate-limit headers the answer carries
 	}
-	hr, err := http.NewRequestWithContext(ctx, method, url, rd)
+	hr, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
 		// The parse error quotes the URL, userinfo and all: say it without it.
 		return nil, &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Transport: true,
 			Message: fmt.Sprintf("provider %s has an unusable base_url %s", c.name, providers.DisplayURL(c.baseURL))}
 	}
 	if body != nil {
-		hr.ContentLength = body.Len()
+		ref := bufpool.From(ctx) // the buffer the caller's body arrived in, which body may point into
+		rd, ok := body.ReaderOf(ref)
+		if !ok { // the request has ended: its buffer is let go
+			return nil, &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Transport: true,
+				Message: "the request ended before its body was sent"}
+		}
+		hr.Body, hr.ContentLength = rd, body.Len()
 		hr.GetBody = func() (io.ReadCloser, error) {
 			if rd, ok := body.ReaderOf(ref); ok {
 				return rd, nil
