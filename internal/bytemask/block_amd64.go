@@ -42,11 +42,11 @@ func (m *Masks) LoadText(w *[67]byte) {
 func TextBlock(w *[67]byte, m *Masks)
 
 // utf8Blocks says whether no byte of the blocks (64 bytes each) at p shows a
-// UTF-8 error, the bytes before the first taken as ASCII, and whether a byte
-// of them ends U+2028 or U+2029.
+// UTF-8 error, and whether a byte of them ends U+2028 or U+2029; the 32 bytes
+// before the first are those at before, or ASCII when it is nil.
 //
 //go:noescape
-func utf8Blocks(p *byte, blocks int) (valid, lineSep bool)
+func utf8Blocks(p *byte, blocks int, before *byte) (valid, lineSep bool)
 
 // Stops is the bits of the 64 bytes at p a JSON string encoder stops at: the
 // quotes, backslashes and control characters (special), and the bytes of 0x80

@@ -268,10 +268,11 @@ GLOBL a8s<>(SB), RODATA|NOPTR, $32
 	VPXOR Y3, Y2, Y2 \
 	VPOR Y2, Y6, Y6
 
-// func utf8Blocks(p *byte, blocks int) (valid, lineSep bool)
-TEXT ·utf8Blocks(SB), NOSPLIT, $0-18
+// func utf8Blocks(p *byte, blocks int, before *byte) (valid, lineSep bool)
+TEXT ·utf8Blocks(SB), NOSPLIT, $0-26
 	MOVQ p+0(FP), SI
 	MOVQ blocks+8(FP), CX
+	MOVQ before+16(FP), DX
 	VBROADCASTI128 nibble<>(SB), Y12
 	VBROADCASTI128 firsthigh<>(SB), Y13
 	VBROADCASTI128 firstlow<>(SB), Y14
@@ -279,7 +280,11 @@ TEXT ·utf8Blocks(SB), NOSPLIT, $0-18
 	VBROADCASTI128 lead3<>(SB), Y10
 	VBROADCASTI128 lead4<>(SB), Y9
 	VBROADCASTI128 highbits<>(SB), Y8
-	VPXOR Y7, Y7, Y7 // the bytes before the first block: none (ASCII)
+	VPXOR Y7, Y7, Y7 // the 32 bytes before the first block: none (ASCII)...
+	TESTQ DX, DX
+	JZ none
+	VMOVDQU (DX), Y7 // ...or those at before
+none:
 	VPXOR Y6, Y6, Y6 // the errors so far
 	XORL R8, R8      // the line separators so far
 
@@ -305,9 +310,9 @@ next:
 	JNZ loop
 
 	VPTEST Y6, Y6
-	SETEQ valid+16(FP)
+	SETEQ valid+24(FP)
 	TESTL R8, R8
-	SETNE lineSep+17(FP)
+	SETNE lineSep+25(FP)
 	VZEROUPPER
 	RET
 

@@ -17,7 +17,7 @@ func (m *Masks) LoadText(w *[67]byte) { *m = textBlockGo(w) }
 func TextBlock(w *[67]byte, m *Masks) { *m = textBlockGo(w) }
 
 // utf8Blocks is never called here (Fast is false).
-func utf8Blocks(*byte, int) (bool, bool) { panic("bytemask: utf8Blocks without AVX2") }
+func utf8Blocks(*byte, int, *byte) (bool, bool) { panic("bytemask: utf8Blocks without AVX2") }
 
 // Stops is the bits of the 64 bytes at p a JSON string encoder stops at: the
 // quotes, backslashes and control characters (special), and the bytes of 0x80

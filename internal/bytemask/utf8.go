@@ -95,12 +95,28 @@ func ValidUTF8(s []byte) bool {
 }
 
 // CheckText says whether s is valid UTF-8 and, when it is, whether it holds
-// U+2028 or U+2029 (JSON encoders escape those two).
+// U+2028 or U+2029 (JSON encoders escape those two). Where Fast, s is read 64
+// bytes at a time: its whole blocks, then its last 64 bytes as one more block
+// (judged with the 32 before them; bytes read twice are judged the same), and
+// a character its last bytes leave unfinished is an error no block sees.
 func CheckText(s []byte) (valid, lineSep bool) {
+	if Fast && len(s) >= 96 {
+		n := len(s) &^ 63
+		p := unsafe.SliceData(s)
+		if valid, lineSep = utf8Blocks(p, n>>6, nil); valid && n < len(s) {
+			var sep bool
+			valid, sep = utf8Blocks(&s[len(s)-64], 1, &s[len(s)-96])
+			lineSep = lineSep || sep
+		}
+		if !valid || unfinished(s) {
+			return false, false
+		}
+		return true, lineSep
+	}
 	n := 0
 	if Fast && len(s) >= 64 {
 		n = len(s) &^ 63
-		if valid, lineSep = utf8Blocks(unsafe.SliceData(s), n>>6); !valid {
+		if valid, lineSep = utf8Blocks(unsafe.SliceData(s), n>>6, nil); !valid {
 			return false, false
 		}
 		n = CharStart(s, n)
@@ -109,6 +125,14 @@ func CheckText(s []byte) (valid, lineSep bool) {
 		return false, false
 	}
 	return true, lineSep || hasLineSep(s[max(n-2, 0):])
+}
+
+// unfinished says whether s (of three bytes or more) ends inside a character:
+// a lead of two bytes or more last, of three or more second to last, or of
+// four third to last.
+func unfinished(s []byte) bool {
+	n := len(s)
+	return s[n-1] >= 0xC0 || s[n-2] >= 0xE0 || s[n-3] >= 0xF0
 }
 
 // hasLineSep is CheckText's lineSep, from one 0xE2 to the next.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -76,7 +77,7 @@ func TestValidUTF8(t *testing.T) {
 		"\xf4\x90\x80\x80", "\xc0\xaf", "\x80", "\xf0\x9f", "\xf0\x9f\x98", "\xe0\x80\x80", "\xf8\x88\x80\x80\x80",
 		"\u2029", "\u201c", "\u2027", "\u202a", "\u00a8"}
 	r := rand.New(rand.NewPCG(11, 12))
-	for length := range 200 {
+	for length := range 300 {
 		t.Run(strconv.Itoa(length), func(t *testing.T) {
 			for range 300 {
 				s := make([]byte, 0, length+8)
@@ -105,9 +106,12 @@ func TestValidUTF8(t *testing.T) {
 func FuzzValidUTF8(f *testing.F) {
 	f.Add([]byte("plain text, then é and 漢字 and 😀 across the edge of a block of sixty-four bytes"))
 	f.Add([]byte("\xff\xfe"))
+	f.Add([]byte(strings.Repeat("x", 90) + "\u2028 and \u2029 near the end"))
 	f.Fuzz(func(t *testing.T, s []byte) {
-		if got, want := ValidUTF8(s), utf8.Valid(s); got != want {
-			t.Fatalf("%q: ValidUTF8 %v, utf8.Valid %v", s, got, want)
+		valid, sep := CheckText(s)
+		want := utf8.Valid(s) && (bytes.Contains(s, []byte("\u2028")) || bytes.Contains(s, []byte("\u2029")))
+		if valid != utf8.Valid(s) || sep != want {
+			t.Fatalf("%q: CheckText %v %v, want %v %v", s, valid, sep, utf8.Valid(s), want)
 		}
 	})
 }

@@ -36,7 +36,12 @@ func (r *fieldReader) next() (field []byte, more, ok bool) {
 		return nil, false, true
 	}
 	var head [20]byte // a tag and a length, or a tag and a scalar: two varints at most
-	h := r.peek(head[:0], len(head))
+	h := r.bufs[r.i][r.off:]
+	if len(h) >= len(head) {
+		h = h[:len(head)] // in place, most often
+	} else {
+		h = r.peek(head[:0], len(head)) // across buffers, or at the end
+	}
 	num, typ, n := protowire.ConsumeTag(h)
 	if n < 0 || typ == protowire.StartGroupType || typ == protowire.EndGroupType {
 		return nil, false, false
