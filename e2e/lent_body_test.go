@@ -40,7 +40,7 @@ func TestLongBodiesReachTheirOwnUpstreamRequests(t *testing.T) {
 // client's. (Here the kernel's socket buffers take a body this size at once, so
 // the test does not catch readers that forget to hold: the providers'
 // TestPiecesReaderOfALentBuffer holds them to it.)
-func TestABodyStillBeingSentKeepsItsBuffer(t *testing.T) {
+func TestAnUpstreamAnsweringBeforeItReadsTheBody(t *testing.T) {
 	t.Parallel()
 	g := start(t, "")
 	g.up.SetDefault(fakeupstream.Reply{AnswerFirst: true, Delay: 150 * time.Millisecond})

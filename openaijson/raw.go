@@ -155,34 +155,38 @@ func (ck *fieldCheck) index() *fieldIndex {
 	return ix
 }
 
-// checkRawField checks one known member as decoder.field decodes it.
+// checkRawField checks one known member as decoder.field decodes it. A null
+// (but a Value's) or an empty list or map leaves the field unset, and the
+// encoder writes nothing for it where the bytes would keep the member: such a
+// message is decoded instead (c.mend).
 func (s *scanner) checkRawField(ck *fieldCheck, c *rawCheck) error {
 	b := s.peek()
+	if b == 'n' && (ck.shape != shapeOne || ck.kind != valueAny) {
+		c.mend = true
+		return s.lit("null")
+	}
+	n := 0 // a list's elements or a map's members
 	switch ck.shape {
 	case shapeMap:
-		if b == 'n' {
-			return s.lit("null")
-		}
 		if b != '{' {
 			return errType
 		}
-		return s.object(func([]byte) error { return s.checkRawScalar(ck.elem, c) })
+		err := s.object(func([]byte) error { n++; return s.checkRawScalar(ck.elem, c) })
+		c.mend = c.mend || n == 0
+		return err
 	case shapeList:
-		if b == 'n' {
-			return s.lit("null")
-		}
 		if b != '[' {
 			return errType
 		}
-		return s.array(func(int) error {
+		err := s.array(func(int) error {
+			n++
 			if ck.kind >= valueAny && s.peek() == 'n' {
 				return errType // a list's message may not be null
 			}
 			return s.checkRawValue(ck, c)
 		})
-	}
-	if b == 'n' && ck.kind != valueAny {
-		return s.lit("null")
+		c.mend = c.mend || n == 0
+		return err
 	}
 	return s.checkRawValue(ck, c)
 }

@@ -119,7 +119,36 @@ func FuzzUnmarshalChat(f *testing.F) {
 	seeds(f)
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"a\"\n\u00e9"}]}`))
 	f.Add([]byte(`{"messages":[{"role":"user","content":"\ud83d\u0041"}]}`))
+	f.Add([]byte(`{"messages":[{"role":"assistant","content":"x","tool_calls":[],"name":null}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		sameAsDecoded(t, body)
 	})
+}
+
+// A member the decoder leaves unset (null, an empty list or map) is one the
+// encoder does not write: a message holding one is decoded, not kept, so the
+// upstream never reads what the decoded form would not send.
+func TestKeptBytesAreWhatDecodingSends(t *testing.T) {
+	cases := map[string]string{
+		"tool_calls null":            `{"role":"user","content":"x","tool_calls":null}`,
+		"tool_calls empty":           `{"role":"assistant","content":"x","tool_calls":[]}`,
+		"name null":                  `{"role":"user","content":"x","name":null}`,
+		"nested nulls":               `{"role":"user","content":"x","tool_calls":[{"id":null,"function":null}]}`,
+		"a null argument":            `{"role":"user","content":"x","tool_calls":[{"function":{"name":"f","arguments":null}}]}`,
+		"a null in a list":           `{"role":"user","content":"x","tool_calls":[null]}`,
+		"an empty tool call":         `{"role":"user","content":"x","tool_calls":[{}]}`,
+		"content null":               `{"role":"user","content":null}`,
+		"content parts with a null":  `{"role":"user","content":[null,{"type":"text"}]}`,
+		"a whole tool call":          `{"role":"user","content":"x","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]}`,
+		"unknown members with nulls": `{"role":"user","content":"x","unknown":[1,{"a":null}]}`,
+		"extra null":                 `{"role":"user","content":"x","extra":null}`,
+	}
+	for name, m := range cases {
+		t.Run(name, func(t *testing.T) {
+			for _, body := range []string{`{"model":"m","messages":[` + m + `]}`,
+				`{"model":"m","messages":[{"role":"user","content":"a"},` + m + `]}`} {
+				sameAsDecoded(t, []byte(body))
+			}
+		})
+	}
 }

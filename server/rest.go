@@ -183,7 +183,7 @@ func (f *front) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	// panic (no defer): a hedge's other attempt may still be reading it, and
 	// the garbage collector takes it instead.
 	var ref bufpool.Ref
-	if n := min(r.ContentLength, maxBodyHint) + 1; n > bufpool.MinSize { // +1: see readAll
+	if n := min(r.ContentLength, maxBodyHint) + 1; n >= bufpool.MinSize { // +1: see readAll
 		ref = bufpool.Get(int(n))
 	}
 	f.chatCompletionsIn(w, r, ref)
