@@ -62,5 +62,11 @@ func Stops(p *[64]byte) (special, high uint64) {
 //go:noescape
 func stopsBlock(p *[64]byte) (special, high uint64)
 
+// textBlock512 is TextBlock's AVX-512 form; TextBlock's assembly jumps to it
+// (the declaration gives vet its frame, and the blank use below tells linters
+// that assembly calls it).
+//
 //go:noescape
 func textBlock512(w *[67]byte, m *Masks)
+
+var _ = textBlock512
