@@ -22,11 +22,15 @@ import (
 // upstream request carries exactly the conversation its own client sent.
 func TestLongBodiesReachTheirOwnUpstreamRequests(t *testing.T) {
 	t.Parallel()
-	g := start(t, "", withYAML("resilience:\n  retry:\n    max_retries: 4\n    initial_backoff: 1ms\n    max_backoff: 5ms\n    budget_percent: 100\n"+
+	// Faults are a quarter of the first 32 answers, and a request may be retried
+	// ten times: concurrent requests draw the answers in any order, and one
+	// that drew eleven faults in a row would fail the test for nothing.
+	g := start(t, "", withYAML("resilience:\n  retry:\n    max_retries: 10\n    initial_backoff: 1ms\n    max_backoff: 5ms\n    budget_percent: 100\n"+
 		"  circuit_breaker:\n    failure_threshold: 1000\n"))
 	var faults []fakeupstream.Reply
-	for range 8 {
-		faults = append(faults, fakeupstream.Reply{Status: 503}, fakeupstream.Reply{}, fakeupstream.Reply{Reset: true}, fakeupstream.Reply{})
+	for range 4 {
+		faults = append(faults, fakeupstream.Reply{Status: 503}, fakeupstream.Reply{}, fakeupstream.Reply{}, fakeupstream.Reply{},
+			fakeupstream.Reply{Reset: true}, fakeupstream.Reply{}, fakeupstream.Reply{}, fakeupstream.Reply{})
 	}
 	g.up.Script(faults...)
 	sent := sendLongRequests(t, g, 3, 12, 70<<10)
