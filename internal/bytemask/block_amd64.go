@@ -4,29 +4,18 @@ package bytemask
 
 import "golang.org/x/sys/cpu"
 
-// Fast says Load is the AVX2 one (block_amd64.s), faster than reading a
+// Fast says the masks come from AVX2 (block_amd64.s), faster than reading a
 // string's bytes eight at a time.
 var Fast = cpu.X86.HasAVX2
 
 // avx512 says TextBlock takes its AVX-512 form (textBlock512).
 var avx512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
 
-// Load sets m to the masks of the 64 bytes at p. (m is filled in place: a
-// Masks returned by value is copied sixteen bytes at a time from the eight-byte
-// stores that wrote it, and the stalled loads cost more than the compares.)
-func (m *Masks) Load(p *[64]byte) {
-	if Fast {
-		block(p, m)
-		return
-	}
-	*m = blockGo(p)
-}
-
-//go:noescape
-func block(p *[64]byte, m *Masks)
-
 // LoadText sets m to the masks of the 64 bytes at w[3:], Invalid included:
-// w[:3] are the three bytes before them (ASCII when there are none).
+// w[:3] are the three bytes before them (ASCII when there are none). (m is
+// filled in place: a Masks returned by value is copied sixteen bytes at a time
+// from the eight-byte stores that wrote it, and the stalled loads cost more
+// than the compares.)
 func (m *Masks) LoadText(w *[67]byte) {
 	if Fast {
 		TextBlock(w, m)
@@ -55,8 +44,7 @@ func Stops(p *[64]byte) (special, high uint64) {
 	if Fast {
 		return stopsBlock(p)
 	}
-	m := blockGo(p)
-	return m.Quote | m.Backslash | m.Control, m.High
+	return stopsGo(p)
 }
 
 //go:noescape

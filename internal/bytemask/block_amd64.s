@@ -150,17 +150,6 @@ GLOBL highbits<>(SB), RODATA|NOPTR, $16
 	VPCMPEQB Y11, Y2, Y2 \
 	VPMOVMSKB Y2, dst
 
-// func block(p *[64]byte, m *Masks)
-TEXT ·block(SB), NOSPLIT, $0-16
-	MOVQ p+0(FP), SI
-	MOVQ m+8(FP), DI
-	VMOVDQU 0(SI), Y0
-	VMOVDQU 32(SI), Y1
-	MASKS
-	MOVQ $0, 48(DI) // Invalid
-	VZEROUPPER
-	RET
-
 // func TextBlock(w *[67]byte, m *Masks)
 TEXT ·TextBlock(SB), NOSPLIT, $0-16
 	CMPB ·avx512(SB), $0
@@ -207,18 +196,13 @@ utf8:
 	RET
 
 
-// Thirty-two-byte constants of utf8Blocks, read from memory (no register is left).
+// Thirty-two-byte constants of utf8Blocks, read from memory (no register is
+// left; 0x80 is Y8's highbits).
 DATA e2s<>+0(SB)/8, $0xe2e2e2e2e2e2e2e2
 DATA e2s<>+8(SB)/8, $0xe2e2e2e2e2e2e2e2
 DATA e2s<>+16(SB)/8, $0xe2e2e2e2e2e2e2e2
 DATA e2s<>+24(SB)/8, $0xe2e2e2e2e2e2e2e2
 GLOBL e2s<>(SB), RODATA|NOPTR, $32
-
-DATA x80s<>+0(SB)/8, $0x8080808080808080
-DATA x80s<>+8(SB)/8, $0x8080808080808080
-DATA x80s<>+16(SB)/8, $0x8080808080808080
-DATA x80s<>+24(SB)/8, $0x8080808080808080
-GLOBL x80s<>(SB), RODATA|NOPTR, $32
 
 DATA fes<>+0(SB)/8, $0xfefefefefefefefe
 DATA fes<>+8(SB)/8, $0xfefefefefefefefe
@@ -244,7 +228,7 @@ GLOBL a8s<>(SB), RODATA|NOPTR, $32
 	VPALIGNR $14, Y5, in, Y3 \
 	VPALIGNR $13, Y5, in, Y4 \
 	VPCMPEQB e2s<>(SB), Y3, Y11 \
-	VPCMPEQB x80s<>(SB), Y2, Y5 \
+	VPCMPEQB Y8, Y2, Y5 \
 	VPAND Y5, Y11, Y11 \
 	VPAND fes<>(SB), in, Y5 \
 	VPCMPEQB a8s<>(SB), Y5, Y5 \

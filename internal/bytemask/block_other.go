@@ -2,12 +2,9 @@
 
 package bytemask
 
-// Fast says Load is faster than reading a string's bytes eight at a time: not
-// here.
+// Fast says the masks come faster than reading a string's bytes eight at a
+// time: not here.
 const Fast = false
-
-// Load sets m to the masks of the 64 bytes at p.
-func (m *Masks) Load(p *[64]byte) { *m = blockGo(p) }
 
 // LoadText sets m to the masks of the 64 bytes at w[3:], Invalid included:
 // w[:3] are the three bytes before them (ASCII when there are none).
@@ -22,10 +19,7 @@ func utf8Blocks(*byte, int, *byte) (bool, bool) { panic("bytemask: utf8Blocks wi
 // Stops is the bits of the 64 bytes at p a JSON string encoder stops at: the
 // quotes, backslashes and control characters (special), and the bytes of 0x80
 // and above (high).
-func Stops(p *[64]byte) (special, high uint64) {
-	m := blockGo(p)
-	return m.Quote | m.Backslash | m.Control, m.High
-}
+func Stops(p *[64]byte) (special, high uint64) { return stopsGo(p) }
 
 // avx512 is never true here (TextBlock is textBlockGo).
 var avx512 = false

@@ -37,20 +37,6 @@ func blocks() [][64]byte {
 	return out
 }
 
-// Load (AVX2 where the machine has it) says what blockGo says byte by byte.
-func TestBlockMatchesBytes(t *testing.T) {
-	if !Fast {
-		t.Skip("Load is blockGo on this machine")
-	}
-	for _, p := range blocks() {
-		var got Masks
-		if got.Load(&p); got != blockGo(&p) {
-			want := blockGo(&p)
-			t.Fatalf("%q:\n got %+v\nwant %+v", p[:], got, want)
-		}
-	}
-}
-
 // LoadText says what textBlockGo says, of every block of blocks, each after
 // three bytes drawn from every kind (ASCII, the leads and continuations of
 // characters, random bytes), in each form the machine runs: AVX2 and, where it
@@ -140,25 +126,11 @@ func TestEscaped(t *testing.T) {
 	}
 }
 
-func BenchmarkBlock(b *testing.B) {
-	var p [64]byte
-	for i := range p {
-		p[i] = byte(i * 7)
-	}
-	var acc uint64
-	var m Masks
-	for b.Loop() {
-		m.Load(&p)
-		acc += m.Quote
-	}
-	_ = acc
-}
-
-func BenchmarkValidUTF8(b *testing.B) {
+func BenchmarkCheckText(b *testing.B) {
 	s := []byte(strings.Repeat("The gateway forwards each request; Café, naïve, 漢字, ✓. ", 10000))
 	b.SetBytes(int64(len(s)))
 	for b.Loop() {
-		if !ValidUTF8(s) {
+		if valid, _ := CheckText(s); !valid {
 			b.Fatal("invalid")
 		}
 	}

@@ -6,18 +6,18 @@
 // masks come from 32-byte compares and nibble table lookups (block_amd64.s;
 // Fast is true; TextBlock also in AVX-512 where the machine has it);
 // elsewhere the bytes are read one by one (blockGo and textBlockGo, the
-// oracles of TestBlockMatchesBytes and TestTextBlockMatchesBytes), slower than
+// oracles of TestTextBlockMatchesBytes and TestStopsMatchBytes), slower than
 // the scanners' own eight-byte loops, which they use instead.
 package bytemask
 
-// Masks is what Load says of a 64-byte block.
+// Masks is what LoadText says of a 64-byte block.
 type Masks struct {
 	Quote, Backslash, Control, High uint64
 	// EscapeChar and U mark the bytes that may follow a backslash: those of a
 	// two-byte escape, and the u of \uXXXX.
 	EscapeChar, U uint64
 	// Invalid marks the bytes that show a UTF-8 error (utf8.go), judged with
-	// the three bytes before the block; only LoadText sets it (Load: zero).
+	// the three bytes before the block.
 	Invalid uint64
 }
 
@@ -34,7 +34,7 @@ func Escaped(backslash uint64) uint64 {
 	return (even ^ evenRuns<<1) & follows
 }
 
-// blockGo is Load one byte at a time.
+// blockGo is LoadText one byte at a time, Invalid aside.
 func blockGo(p *[64]byte) Masks {
 	var m Masks
 	for i, b := range p {
@@ -64,4 +64,10 @@ func textBlockGo(w *[67]byte) Masks {
 	m := blockGo((*[64]byte)(w[3:]))
 	m.Invalid = invalidGo(w)
 	return m
+}
+
+// stopsGo is Stops one byte at a time.
+func stopsGo(p *[64]byte) (special, high uint64) {
+	m := blockGo(p)
+	return m.Quote | m.Backslash | m.Control, m.High
 }

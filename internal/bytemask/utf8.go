@@ -86,14 +86,6 @@ func invalidGo(w *[67]byte) uint64 {
 	return m
 }
 
-// ValidUTF8 says what utf8.Valid says of s, sixty-four bytes at a time where
-// Fast (the bytes of a block are judged with the three before it; the bytes
-// after the last whole block, from the lead of a character it cuts, one by one).
-func ValidUTF8(s []byte) bool {
-	valid, _ := CheckText(s)
-	return valid
-}
-
 // CheckText says whether s is valid UTF-8 and, when it is, whether it holds
 // U+2028 or U+2029 (JSON encoders escape those two). Where Fast, s is read 64
 // bytes at a time: its whole blocks, then its last 64 bytes as one more block
