@@ -401,8 +401,9 @@ func appendStrBy[T string | []byte](b []byte, s T, strict, blocks bool) ([]byte,
 	b = append(b, '"')
 	start, i, n := 0, 0, len(s)
 	ok, valid, seps := true, false, true
+	data := bytesOf(s)
 	if blocks && n >= 64 {
-		if valid, seps = bytemask.CheckText(bytesOf(s)); !valid && strict {
+		if valid, seps = bytemask.CheckText(data); !valid && strict {
 			return b, false
 		}
 	}
@@ -412,11 +413,11 @@ func appendStrBy[T string | []byte](b []byte, s T, strict, blocks bool) ([]byte,
 	}
 	for i < n {
 		if blocks && i+64 <= n {
-			special, h := bytemask.Stops(block64(s, i))
+			special, h := bytemask.Stops((*[64]byte)(data[i : i+64]))
 			base := i
 			for stops := special | h&high; stops != 0; stops &= stops - 1 {
 				p := base + bits.TrailingZeros64(stops)
-				if p < i || valid && s[p] >= utf8.RuneSelf && !lineSep(s, p) {
+				if p < i || valid && asIs(s, p) {
 					continue // inside a character already read; a valid one that goes as it is
 				}
 				if c := s[p]; c < utf8.RuneSelf { // appendStop's ASCII case, inline
@@ -441,7 +442,7 @@ func appendStrBy[T string | []byte](b []byte, s T, strict, blocks bool) ([]byte,
 			}
 			i += bits.TrailingZeros64(m) >> 3
 		}
-		if plainASCII[s[i]] || valid && s[i] >= utf8.RuneSelf && !lineSep(s, i) {
+		if plainASCII[s[i]] || valid && asIs(s, i) {
 			i++ // the tail, byte by byte
 			continue
 		}
@@ -451,6 +452,12 @@ func appendStrBy[T string | []byte](b []byte, s T, strict, blocks bool) ([]byte,
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"'), true
+}
+
+// asIs says whether s[i], in valid UTF-8, is a byte of a character of 0x80 and
+// above that is written as it is (all but U+2028 and U+2029).
+func asIs[T string | []byte](s T, i int) bool {
+	return s[i] >= utf8.RuneSelf && !lineSep(s, i)
 }
 
 // lineSep says whether s[i:] starts with U+2028 or U+2029 (escaped, for
@@ -497,13 +504,8 @@ func appendEscape(b []byte, c byte) []byte {
 // (the rest are written \u00XX).
 var escapeOf = [256]byte{'"': '"', '\\': '\\', '\n': 'n', '\r': 'r', '\t': 't'}
 
-// bytesOf is the bytes of s, not copied (only read).
+// bytesOf is the bytes of s, not copied (only read): a string's and a slice's
+// headers both start with the pointer to their bytes.
 func bytesOf[T string | []byte](s T) []byte {
 	return unsafe.Slice(unsafe.StringData(*(*string)(unsafe.Pointer(&s))), len(s))
-}
-
-// block64 is the 64 bytes of s at i (i+64 <= len(s)): a string's and a
-// slice's headers both start with the pointer to their bytes.
-func block64[T string | []byte](s T, i int) *[64]byte {
-	return (*[64]byte)(unsafe.Add(unsafe.Pointer(unsafe.StringData(*(*string)(unsafe.Pointer(&s)))), i))
 }

@@ -311,7 +311,7 @@ func (s *scanner) rawStrBlocks(c *rawCheck) error {
 		} else {
 			loadTextAtStart(data, i, &m)
 		}
-		if m.Backslash|m.High|m.Invalid == 0 { // plain ASCII: the first quote ends it
+		if m.Backslash|m.Invalid == 0 { // no escape, valid UTF-8: the first quote ends it
 			stop := m.Quote | m.Control
 			if stop == 0 {
 				i += 64
