@@ -23,16 +23,10 @@ func (p Pieces) Len() int64 {
 	return n
 }
 
-// Reader reads the body from its start (each call a new reader: a retry sends
-// it again).
-func (p Pieces) Reader() io.ReadCloser {
-	rd, _ := p.ReaderOf(bufpool.Ref{})
-	return rd
-}
-
-// ReaderOf is Reader for a body whose pieces may point into the lent buffer
-// ref: the reader holds the buffer until it is closed and reads nothing after
-// that. It is false when the buffer was let go already.
+// ReaderOf reads the body from its start (each call a new reader: a retry
+// sends it again). Its pieces may point into the lent buffer ref (the zero Ref
+// for none): the reader holds the buffer until it is closed and reads nothing
+// after that. It is false when the buffer was let go already.
 func (p Pieces) ReaderOf(ref bufpool.Ref) (io.ReadCloser, bool) {
 	if !ref.Hold() {
 		return nil, false

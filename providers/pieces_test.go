@@ -18,24 +18,29 @@ func TestPiecesReader(t *testing.T) {
 	p := providers.Pieces{[]byte(`{"a":`), []byte(`[1,2,3]`), nil, []byte(`}`)}
 	const want = `{"a":[1,2,3]}`
 	require.Equal(t, int64(len(want)), p.Len())
+	reader := func() io.ReadCloser {
+		rd, ok := p.ReaderOf(bufpool.Ref{})
+		require.True(t, ok, "a body of no lent buffer")
+		return rd
+	}
 	t.Run("read one byte at a time", func(t *testing.T) {
-		got, err := io.ReadAll(iotest.OneByteReader(p.Reader()))
+		got, err := io.ReadAll(iotest.OneByteReader(reader()))
 		require.NoError(t, err)
 		require.Equal(t, want, string(got))
 	})
 	t.Run("iotest", func(t *testing.T) {
-		require.NoError(t, iotest.TestReader(p.Reader(), []byte(want)))
+		require.NoError(t, iotest.TestReader(reader(), []byte(want)))
 	})
 	t.Run("write to", func(t *testing.T) {
 		var b bytes.Buffer
-		n, err := p.Reader().(io.WriterTo).WriteTo(&b)
+		n, err := reader().(io.WriterTo).WriteTo(&b)
 		require.NoError(t, err)
 		require.Equal(t, int64(len(want)), n)
 		require.Equal(t, want, b.String())
 	})
 	t.Run("pieces left whole", func(t *testing.T) {
-		_, _ = io.ReadAll(p.Reader())
-		got, err := io.ReadAll(p.Reader())
+		_, _ = io.ReadAll(reader())
+		got, err := io.ReadAll(reader())
 		require.NoError(t, err)
 		require.Equal(t, want, string(got))
 	})

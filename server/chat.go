@@ -108,9 +108,7 @@ func (s *chatService) CreateChatCompletion(ctx context.Context, req *pb.ChatComp
 	call := callOf(ctx)
 	call.Trace = &rep.trace
 	resp, route, err := s.router.Chat(ctx, req, call)
-	if name := rep.setTarget(route); name != "" {
-		_ = grpc.SetHeader(ctx, metadata.Pairs(mdTarget, name))
-	}
+	rep.answeredBy(ctx, route)
 	if err != nil {
 		return nil, toStatus(s.log, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/openaijson"
@@ -82,9 +81,7 @@ func (s *embeddingService) CreateEmbeddings(ctx context.Context, req *pb.CreateE
 			}
 			return e.Embed(ctx, a, req)
 		})
-	if name := rep.setTarget(route); name != "" {
-		_ = grpc.SetHeader(ctx, metadata.Pairs(mdTarget, name))
-	}
+	rep.answeredBy(ctx, route)
 	if err != nil {
 		return nil, toStatus(s.log, err)
 	}

@@ -167,9 +167,7 @@ func (s messagesService) create(ctx context.Context, req messageRequest) ([]byte
 
 // routed names the target on the request line and in X-Switchyard-Target.
 func (s messagesService) routed(ctx context.Context, rep *report, route router.Route) {
-	if name := rep.setTarget(route); name != "" {
-		_ = grpc.SetHeader(ctx, metadata.Pairs(mdTarget, name))
-	}
+	rep.answeredBy(ctx, route)
 }
 
 // fromCompletion is a chat target's answer in Anthropic's shape; an answer that

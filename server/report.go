@@ -10,7 +10,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	otelcodes "go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/switchyard/switchyard/metrics"
@@ -61,6 +63,14 @@ type report struct {
 }
 
 type reportKey struct{}
+
+// answeredBy is setTarget, and the target's name in the response header
+// (x-switchyard-target) when there is one.
+func (r *report) answeredBy(ctx context.Context, route router.Route) {
+	if name := r.setTarget(route); name != "" {
+		_ = grpc.SetHeader(ctx, metadata.Pairs(mdTarget, name))
+	}
+}
 
 // setTarget notes the target that answered (or failed last) and returns its
 // name ("" for none).

@@ -183,7 +183,7 @@ func (f *front) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	// panic (no defer): a hedge's other attempt may still be reading it, and
 	// the garbage collector takes it instead.
 	var ref bufpool.Ref
-	if n := min(r.ContentLength, maxBodyHint) + 1; n >= bufpool.MinSize { // +1: see readAll
+	if n := readSize(r.ContentLength); n >= bufpool.MinSize {
 		ref = bufpool.Get(int(n))
 	}
 	f.chatCompletionsIn(w, r, ref)
@@ -259,7 +259,7 @@ func readAll(r io.Reader, announced int64, buf []byte) ([]byte, error) {
 	if announced <= 0 {
 		return io.ReadAll(r)
 	}
-	size := min(announced, maxBodyHint) + 1 // +1: EOF is seen without growing
+	size := readSize(announced)
 	b := buf[:0]
 	if int64(cap(b)) < size {
 		b = make([]byte, 0, size)
@@ -278,5 +278,9 @@ func readAll(r io.Reader, announced int64, buf []byte) ([]byte, error) {
 		}
 	}
 }
+
+// readSize is the buffer readAll reads a body of the announced length into:
+// up to maxBodyHint, and a byte more (EOF is seen without growing).
+func readSize(announced int64) int64 { return min(announced, maxBodyHint) + 1 }
 
 func humanBytes(n int64) string { return strconv.FormatInt(n, 10) + " bytes" }
