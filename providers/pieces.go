@@ -3,6 +3,7 @@ package providers
 import (
 	"errors"
 	"io"
+	"net"
 	"slices"
 	"sync"
 
@@ -83,6 +84,22 @@ func (r *piecesReader) WriteTo(w io.Writer) (int64, error) {
 		}
 	}
 	return total, nil
+}
+
+// writeAll writes what is left to w at once when it is at most limit bytes: one
+// vectored write (writev on a TCP connection) instead of net/http's copies of
+// 32 KiB through a buffer of its own. ok is false, with nothing written, when
+// there is more than limit left or the reader is closed (Read then says so).
+func (r *piecesReader) writeAll(w io.Writer, limit int64) (n int64, ok bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.held || r.p.Len() > limit {
+		return 0, false, nil
+	}
+	bufs := net.Buffers(r.p)
+	n, err = bufs.WriteTo(w) // consumes bufs as it writes
+	r.p = Pieces(bufs)
+	return n, true, err
 }
 
 // Close lets go of the buffer (once, however often it is called).

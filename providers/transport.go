@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -99,7 +100,7 @@ func HTTPClient(connectTimeout, headerTimeout time.Duration, observe QuotaObserv
 	p.SetHTTP1(true)
 	tr := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
+		DialContext:           dialBodies(dialer),
 		MaxIdleConns:          1024,
 		MaxIdleConnsPerHost:   256,
 		IdleConnTimeout:       90 * time.Second,
@@ -108,4 +109,35 @@ func HTTPClient(connectTimeout, headerTimeout time.Duration, observe QuotaObserv
 		Protocols:             p,
 	}
 	return &http.Client{Transport: ObserveQuota(tr, observe)}
+}
+
+// dialBodies dials as d does, with TCP connections as bodyConns.
+func dialBodies(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			return bodyConn{tc}, nil
+		}
+		return c, err
+	}
+}
+
+// bodyConn is an upstream connection that writes a request body sent from
+// Pieces in one vectored write. net/http hands a plain-HTTP connection the body
+// wrapped in an io.LimitedReader (the Content-Length) and, without this, copies
+// it 32 KiB at a time through a buffer of its own: a memmove and a write call
+// per 32 KiB of a long prompt. Any other reader goes the TCP connection's way.
+// (Over TLS the connection underneath sees the records tls.Conn writes.)
+type bodyConn struct{ *net.TCPConn }
+
+func (c bodyConn) ReadFrom(r io.Reader) (int64, error) {
+	if lr, ok := r.(*io.LimitedReader); ok {
+		if pr, ok := lr.R.(*piecesReader); ok {
+			if n, ok, err := pr.writeAll(c.TCPConn, lr.N); ok {
+				lr.N -= n
+				return n, err
+			}
+		}
+	}
+	return c.TCPConn.ReadFrom(r)
 }
