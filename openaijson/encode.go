@@ -409,7 +409,7 @@ func appendStrBy[T string | []byte](b []byte, s T, strict, blocks bool) ([]byte,
 	}
 	high := ^uint64(0) // the High bits to stop at: none in valid text without separators
 	if valid && !seps {
-		high = 0
+		b, start, i = appendPlainBlocks(b, s)
 	}
 	for i < n {
 		if blocks && i+64 <= n {
@@ -452,6 +452,30 @@ func appendStrBy[T string | []byte](b []byte, s T, strict, blocks bool) ([]byte,
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"'), true
+}
+
+// appendPlainBlocks writes the whole blocks of 64 bytes of s, valid UTF-8
+// without U+2028 or U+2029 (its characters of 0x80 and above all go as they
+// are): it stops only at quotes, backslashes and control characters, their
+// bits for 32 blocks at a time from one call (bytemask.Specials). It returns
+// where the plain text not written yet starts and where the blocks end, for
+// appendStrBy's loop to go on from.
+func appendPlainBlocks[T string | []byte](b []byte, s T) (_ []byte, start, i int) {
+	data := bytesOf(s)
+	var specials [32]uint64
+	for n := len(data); i+64 <= n; {
+		k := min((n-i)>>6, len(specials))
+		bytemask.Specials(data[i:], specials[:k])
+		for _, m := range specials[:k] {
+			for ; m != 0; m &= m - 1 {
+				p := i + bits.TrailingZeros64(m)
+				b = appendEscape(append(b, s[start:p]...), s[p])
+				start = p + 1
+			}
+			i += 64
+		}
+	}
+	return b, start, i
 }
 
 // asIs says whether s[i], in valid UTF-8, is a byte of a character of 0x80 and

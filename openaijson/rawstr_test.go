@@ -3,9 +3,11 @@ package openaijson
 import (
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/switchyard/switchyard/internal/bytemask"
+	"github.com/switchyard/switchyard/internal/testutil"
 )
 
 // rawStrVerdict is what reading a string at data[0] (a quote) says: whether it
@@ -136,6 +138,27 @@ func TestAppendStrBlocksAreTheWordReading(t *testing.T) {
 	}
 }
 
+// Strings made of one character over and over, the ones an escape makes six
+// times longer among them, come out of the blocks as out of the words, after
+// what b held already (written past its length only where it has room).
+func TestAppendStrBlocksOfOneCharacter(t *testing.T) {
+	for _, c := range []string{"\x01", `"`, "\n", "é", "\u2028", "\xff", "😀"} {
+		t.Run(strconv.Quote(c), func(t *testing.T) {
+			for n := 64; n < 300; n++ {
+				s := []byte(strings.Repeat(c, n/len(c)+1))[:n]
+				for _, strict := range []bool{false, true} {
+					prefix := []byte("prefix")[:6:6]
+					got, gotOK := appendStrBy(prefix, s, strict, true)
+					want, wantOK := appendStrBy([]byte("prefix"), s, strict, false)
+					if gotOK != wantOK || (gotOK && string(got) != string(want)) {
+						t.Fatalf("%q strict=%v: blocks %q %v, words %q %v", s, strict, got, gotOK, want, wantOK)
+					}
+				}
+			}
+		})
+	}
+}
+
 func FuzzAppendStrBlocks(f *testing.F) {
 	for _, p := range rawPieces {
 		f.Add(60, []byte(p+p+p))
@@ -154,4 +177,25 @@ func FuzzAppendStrBlocks(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkAppendStr is the encoder on one long string of prose that needs an
+// escape every ~40 bytes (quotes, a tab, a newline, backslashes) and holds
+// non-ASCII text, into a buffer with room (as the upstream body has).
+func BenchmarkAppendStr(b *testing.B) {
+	const turn = "The \"gateway\" forwards each request\tto its target; when the target fails, " +
+		"it retries with backoff and jitter,\nthen fails over to the next one in the chain. " +
+		"Café, naïve, 漢字, ✓. Numbers: 3.14159, 2.71828; paths: C:\\tmp\\x.json. "
+	for _, kb := range []int{1, 64} {
+		s := []byte(strings.Repeat(turn, kb<<10/len(turn)+1)[:kb<<10])
+		buf := make([]byte, 0, 2*len(s))
+		b.Run(strconv.Itoa(kb)+"KB", func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			cpu := testutil.CPUTime() // ns/op is wall time: on a shared machine, what else runs shows in it
+			defer func() { b.ReportMetric(float64(testutil.CPUTime()-cpu)/float64(b.N), "cpu-ns/op") }()
+			for b.Loop() {
+				buf, _ = appendStr(buf[:0], s, true)
+			}
+		})
+	}
 }

@@ -2,7 +2,11 @@
 
 package bytemask
 
-import "golang.org/x/sys/cpu"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 // Fast says the masks come from AVX2 (block_amd64.s), faster than reading a
 // string's bytes eight at a time.
@@ -49,6 +53,22 @@ func Stops(p *[64]byte) (special, high uint64) {
 
 //go:noescape
 func stopsBlock(p *[64]byte) (special, high uint64)
+
+// Specials sets out[k] to the special bits Stops gives of the k-th block of
+// 64 bytes of p, for every k of out (p holds 64 bytes for each).
+func Specials(p []byte, out []uint64) {
+	if len(p) < len(out)<<6 {
+		panic("bytemask: Specials past the end of p")
+	}
+	if Fast && len(out) > 0 {
+		specialBlocks(unsafe.SliceData(p), len(out), unsafe.SliceData(out))
+		return
+	}
+	specialsGo(p, out)
+}
+
+//go:noescape
+func specialBlocks(p *byte, blocks int, out *uint64)
 
 // textBlock512 is TextBlock's AVX-512 form; TextBlock's assembly jumps to it
 // (the declaration gives vet its frame, and the blank use below tells linters

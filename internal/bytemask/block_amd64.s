@@ -326,6 +326,46 @@ TEXT ·stopsBlock(SB), NOSPLIT, $0-24
 	VZEROUPPER
 	RET
 
+// func specialBlocks(p *byte, blocks int, out *uint64)
+//
+// stopsBlock's special mask for each of the blocks of 64 bytes at p, into
+// out[0:blocks]: the constants loaded once for them all.
+TEXT ·specialBlocks(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	MOVQ blocks+8(FP), CX
+	MOVQ out+16(FP), DI
+	VPXOR Y11, Y11, Y11
+	VBROADCASTI128 quotes<>(SB), Y8
+	VBROADCASTI128 backslashes<>(SB), Y9
+	VBROADCASTI128 top3<>(SB), Y10
+	TESTQ CX, CX
+	JZ specialsdone
+
+specialsloop:
+	VMOVDQU 0(SI), Y0
+	VMOVDQU 32(SI), Y1
+	VPCMPEQB Y8, Y0, Y2
+	VPCMPEQB Y9, Y0, Y3
+	VPAND Y10, Y0, Y4
+	VPCMPEQB Y11, Y4, Y4
+	VPOR Y3, Y2, Y2
+	VPOR Y4, Y2, Y2
+	VPCMPEQB Y8, Y1, Y5
+	VPCMPEQB Y9, Y1, Y6
+	VPAND Y10, Y1, Y7
+	VPCMPEQB Y11, Y7, Y7
+	VPOR Y6, Y5, Y5
+	VPOR Y7, Y5, Y5
+	MASK2(Y2, Y5, 0(DI))
+	ADDQ $64, SI
+	ADDQ $8, DI
+	DECQ CX
+	JNZ specialsloop
+
+specialsdone:
+	VZEROUPPER
+	RET
+
 // func textBlock512(w *[67]byte, m *Masks)
 //
 // TextBlock with AVX-512 (F and BW): the 64 bytes in one register, each mask

@@ -23,3 +23,12 @@ func Stops(p *[64]byte) (special, high uint64) { return stopsGo(p) }
 
 // avx512 is never true here (TextBlock is textBlockGo).
 var avx512 = false
+
+// Specials sets out[k] to the special bits Stops gives of the k-th block of
+// 64 bytes of p, for every k of out (p holds 64 bytes for each).
+func Specials(p []byte, out []uint64) {
+	if len(p) < len(out)<<6 {
+		panic("bytemask: Specials past the end of p")
+	}
+	specialsGo(p, out)
+}

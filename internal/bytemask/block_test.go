@@ -83,6 +83,36 @@ func TestStopsMatchBytes(t *testing.T) {
 	}
 }
 
+// Specials gives each block's special bits as Stops does, for runs of any
+// number of blocks (the test blocks end to end), and refuses to read past p.
+func TestSpecialsMatchStops(t *testing.T) {
+	var all []byte
+	for _, p := range blocks() {
+		all = append(all, p[:]...)
+	}
+	for _, k := range []int{0, 1, 2, 3, 7, 32, len(all) >> 6} {
+		t.Run(strconv.Itoa(k), func(t *testing.T) {
+			out := make([]uint64, k+1)
+			out[k] = 12345 // past the blocks asked for: left alone
+			Specials(all, out[:k])
+			for j := range k {
+				if want, _ := Stops((*[64]byte)(all[j<<6:])); out[j] != want {
+					t.Fatalf("block %d: %064b, want %064b", j, out[j], want)
+				}
+			}
+			if out[k] != 12345 {
+				t.Fatalf("out[%d] written: %d", k, out[k])
+			}
+		})
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Specials read past the end of p")
+		}
+	}()
+	Specials(all[:100], make([]uint64, 2))
+}
+
 func TestBlockGo(t *testing.T) {
 	var p [64]byte
 	copy(p[:], "a\"\\\x1f\x80/bfnrtu x")

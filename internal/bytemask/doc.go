@@ -71,3 +71,10 @@ func stopsGo(p *[64]byte) (special, high uint64) {
 	m := blockGo(p)
 	return m.Quote | m.Backslash | m.Control, m.High
 }
+
+// specialsGo is Specials one block at a time.
+func specialsGo(p []byte, out []uint64) {
+	for k := range out {
+		out[k], _ = stopsGo((*[64]byte)(p[k<<6:]))
+	}
+}
