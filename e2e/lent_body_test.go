@@ -11,17 +11,29 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/structpb"
 
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/internal/fakeupstream"
 )
 
-// Long REST bodies are read into lent buffers and sent upstream from them;
-// a buffer goes back only when its request and every upstream body reading it
-// are done. Under concurrent long requests, some retried after a 503 or a
-// reset connection (a second upstream body from the same buffer), every
-// upstream request carries exactly the conversation its own client sent.
+// Long REST bodies are read into lent buffers, and long gRPC conversations
+// transcoded into them, and sent upstream from them; a buffer goes back only
+// when its request and every upstream body reading it are done. Under
+// concurrent long requests, some retried after a 503 or a reset connection (a
+// second upstream body from the same buffer), every upstream request carries
+// exactly the conversation its own client sent.
 func TestLongBodiesReachTheirOwnUpstreamRequests(t *testing.T) {
 	t.Parallel()
+	for _, surface := range []string{"rest", "grpc"} {
+		t.Run(surface, func(t *testing.T) {
+			t.Parallel()
+			longBodiesReachTheirOwnUpstreamRequests(t, surface)
+		})
+	}
+}
+
+func longBodiesReachTheirOwnUpstreamRequests(t *testing.T, surface string) {
 	// Faults are a quarter of the first 32 answers, and a request may be retried
 	// ten times: concurrent requests draw the answers in any order, and one
 	// that drew eleven faults in a row would fail the test for nothing.
@@ -33,7 +45,7 @@ func TestLongBodiesReachTheirOwnUpstreamRequests(t *testing.T) {
 			fakeupstream.Reply{Reset: true}, fakeupstream.Reply{}, fakeupstream.Reply{}, fakeupstream.Reply{})
 	}
 	g.up.Script(faults...)
-	sent := sendLongRequests(t, g, 3, 12, 70<<10)
+	sent := sendLongRequests(t, g, surface, 3, 12, 70<<10)
 	requireOwnBodies(t, g, sent)
 }
 
@@ -46,9 +58,18 @@ func TestLongBodiesReachTheirOwnUpstreamRequests(t *testing.T) {
 // TestPiecesReaderOfALentBuffer holds them to it.)
 func TestAnUpstreamAnsweringBeforeItReadsTheBody(t *testing.T) {
 	t.Parallel()
+	for _, surface := range []string{"rest", "grpc"} {
+		t.Run(surface, func(t *testing.T) {
+			t.Parallel()
+			upstreamAnsweringBeforeItReadsTheBody(t, surface)
+		})
+	}
+}
+
+func upstreamAnsweringBeforeItReadsTheBody(t *testing.T, surface string) {
 	g := start(t, "")
 	g.up.SetDefault(fakeupstream.Reply{AnswerFirst: true, Delay: 150 * time.Millisecond})
-	sent := sendLongRequests(t, g, 3, 8, 600<<10)
+	sent := sendLongRequests(t, g, surface, 3, 8, 600<<10)
 	deadline := time.Now().Add(10 * time.Second)
 	for g.up.Finished() < len(sent) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond) // the upstream reads the bodies after answering
@@ -56,11 +77,26 @@ func TestAnUpstreamAnsweringBeforeItReadsTheBody(t *testing.T) {
 	requireOwnBodies(t, g, sent)
 }
 
-// sendLongRequests sends rounds of n concurrent chat requests through the SDK,
-// each a conversation of about size bytes of its own, and returns them by the
-// marker each starts with.
-func sendLongRequests(t *testing.T, g *gateway, rounds, n, size int) map[string]string {
-	client := sdk(g, "k")
+// sendLongRequests sends rounds of n concurrent chat requests through the SDK
+// (surface rest) or the generated gRPC client (grpc), each a conversation of
+// about size bytes of its own, and returns them by the marker each starts with.
+func sendLongRequests(t *testing.T, g *gateway, surface string, rounds, n, size int) map[string]string {
+	client, chat := sdk(g, "k"), pb.NewChatServiceClient(g.conn)
+	send := func(text string) error {
+		if surface == "grpc" {
+			resp, err := chat.CreateChatCompletion(withKey("k"), &pb.ChatCompletionRequest{Model: "up/gpt-4o",
+				Messages: []*pb.ChatMessage{{Role: "user", Content: structpb.NewStringValue(text)}}})
+			if err == nil && len(resp.Choices) != 1 {
+				err = fmt.Errorf("%d choices", len(resp.Choices))
+			}
+			return err
+		}
+		resp, err := client.Chat.Completions.New(context.Background(), userMsg(text))
+		if err == nil && len(resp.Choices) != 1 {
+			err = fmt.Errorf("%d choices", len(resp.Choices))
+		}
+		return err
+	}
 	sent := map[string]string{}
 	var mu sync.Mutex
 	for round := range rounds {
@@ -72,11 +108,7 @@ func sendLongRequests(t *testing.T, g *gateway, rounds, n, size int) map[string]
 			sent[marker] = text
 			mu.Unlock()
 			wg.Go(func() {
-				resp, err := client.Chat.Completions.New(context.Background(), userMsg(text))
-				if err == nil && len(resp.Choices) != 1 {
-					err = fmt.Errorf("%d choices", len(resp.Choices))
-				}
-				if err != nil {
+				if err := send(text); err != nil {
 					t.Errorf("%s: %v", marker, err)
 				}
 			})

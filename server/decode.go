@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/switchyard/switchyard/internal/bufpool"
 	"github.com/switchyard/switchyard/internal/codec"
 )
 
@@ -18,6 +19,12 @@ import (
 // unary request is decoded before the interceptor chain runs: its decode error is
 // returned from inside the chain, after authentication, so an unauthenticated
 // caller learns nothing of its bytes and every refusal gets its request line.
+//
+// A long chat request's conversation is transcoded into a buffer bufpool lends
+// (codec.Capture.Lend): the call holds it, and so does each upstream body sending
+// from it (bufpool.With); it is given back when the handler returns. Not after
+// a panic the chain recovered from: a hedge's other attempt may still be
+// reading it, and the garbage collector takes it instead.
 func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 	out := *desc
 	out.Methods = make([]grpc.MethodDesc, len(desc.Methods))
@@ -25,26 +32,38 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 		handler := m.Handler
 		m.Handler = func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
 			var decodeErr error
-			receiveInto := func(v any) error {
-				err := receive(dec, v)
+			var ref bufpool.Ref
+			entered, returned := false, false // the method was called; it returned (no panic)
+			receiveInto := func(v any) (err error) {
+				ref, err = receive(dec, v, true)
 				if _, ok := err.(invalidMessage); ok {
 					decodeErr, err = err, nil
 				}
 				return err
 			}
 			chained := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				if ref != (bufpool.Ref{}) {
+					ctx = bufpool.With(ctx, ref)
+				}
 				inner := func(ctx context.Context, req any) (any, error) {
 					if decodeErr != nil {
 						return nil, decodeErr
 					}
-					return h(ctx, req)
+					entered = true
+					resp, err := h(ctx, req)
+					returned = true
+					return resp, err
 				}
 				if ic == nil {
 					return inner(ctx, req)
 				}
 				return ic(ctx, req, info, inner)
 			}
-			return handler(srv, ctx, receiveInto, chained)
+			resp, err := handler(srv, ctx, receiveInto, chained)
+			if returned || !entered { // refused before it ran, or done
+				ref.Release()
+			}
+			return resp, err
 		}
 		out.Methods[i] = m
 	}
@@ -60,20 +79,26 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 // decodingStream is a server stream whose messages are received as above.
 type decodingStream struct{ grpc.ServerStream }
 
-func (s decodingStream) RecvMsg(m any) error { return receive(s.ServerStream.RecvMsg, m) }
+func (s decodingStream) RecvMsg(m any) error {
+	_, err := receive(s.ServerStream.RecvMsg, m, false)
+	return err
+}
 
 // receive decodes one request message into v; bytes that do not decode are an
 // invalidMessage (InvalidArgument). Receive errors (cancellation, a message over the
-// size limit) stay as they are.
-func receive(recv func(any) error, v any) error {
-	c := &codec.Capture{Msg: v}
+// size limit) stay as they are. With lend, the codec may transcode a long
+// conversation into a lent buffer: the caller holds the Ref returned.
+func receive(recv func(any) error, v any, lend bool) (bufpool.Ref, error) {
+	c := &codec.Capture{Msg: v, Lend: lend}
 	if err := recv(c); err != nil {
-		return err
+		c.Ref.Release()
+		return bufpool.Ref{}, err
 	}
 	if c.Err != nil {
-		return invalidMessage{c.Err}
+		c.Ref.Release()
+		return bufpool.Ref{}, invalidMessage{c.Err}
 	}
-	return nil
+	return c.Ref, nil
 }
 
 // invalidMessage is a request message that did not decode.

@@ -43,6 +43,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/internal/bufpool"
 	"github.com/switchyard/switchyard/openaijson"
 )
 
@@ -114,15 +115,25 @@ func (Codec) Marshal(v any) (mem.BufferSlice, error) {
 // Unmarshal decodes data into v.
 func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if c, ok := v.(*Capture); ok {
-		c.Err = Codec{}.Unmarshal(data, c.Msg)
+		var lend *bufpool.Ref
+		if c.Lend {
+			lend = &c.Ref
+		}
+		c.Err = unmarshal(data, c.Msg, lend)
 		return nil
 	}
+	return unmarshal(data, v, nil)
+}
+
+// unmarshal is Unmarshal; a chat request's conversation may be transcoded into
+// a lent buffer when lend is not nil (*lend is then its lending).
+func unmarshal(data mem.BufferSlice, v any, lend *bufpool.Ref) error {
 	m, ok := v.(vtMessage)
 	if !ok {
 		return fallback.Unmarshal(data, v)
 	}
 	req, chat := m.(*pb.ChatCompletionRequest)
-	if chat && transcoding && transcodeChat(data, req) {
+	if chat && transcoding && transcodeChat(data, req, lend) {
 		return nil
 	}
 	buf := data.MaterializeToBuffer(gatherPool) // overwritten whole: no need to clear it first

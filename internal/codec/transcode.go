@@ -2,11 +2,13 @@ package codec
 
 import (
 	"bytes"
+	"unsafe"
 
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/internal/bufpool"
 	"github.com/switchyard/switchyard/openaijson"
 )
 
@@ -88,7 +90,10 @@ func dropMarks(req *pb.ChatCompletionRequest) {
 // where they lie (fieldReader). False when it cannot (req is then to be reset
 // and decoded in full): messages of another shape, a messages_json the caller
 // set, or bytes the fast path would not take.
-func transcodeChat(data mem.BufferSlice, req *pb.ChatCompletionRequest) bool {
+//
+// With lend, a conversation long enough is written into a buffer bufpool lends
+// (*lend), given back at once when the transcoding fails or outgrows it.
+func transcodeChat(data mem.BufferSlice, req *pb.ChatCompletionRequest, lend *bufpool.Ref) bool {
 	if len(data) == 1 && !worthTranscoding(data[0].ReadOnlyData()) {
 		return false // a first look, copying nothing (several buffers: a long request, worth it)
 	}
@@ -118,12 +123,30 @@ func transcodeChat(data mem.BufferSlice, req *pb.ChatCompletionRequest) bool {
 	if len(msgs) == 0 {
 		return false
 	}
-	js, ok := openaijson.TranscodeMessages(make([]byte, 0, size+size/8+16), msgs)
+	n, ref := size+size/8+16, bufpool.Ref{} // room for the escapes of ordinary text
+	buf := []byte(nil)
+	if lend != nil && n >= bufpool.MinSize {
+		ref = bufpool.Get(n)
+		buf = ref.Buf()
+	}
+	if buf == nil {
+		buf = make([]byte, 0, n)
+	}
+	js, ok := openaijson.TranscodeMessages(buf, msgs)
+	if ok && ref != (bufpool.Ref{}) && unsafe.SliceData(js) != unsafe.SliceData(buf) {
+		ref.Release() // outgrown: js is a buffer of its own
+		ref = bufpool.Ref{}
+	}
+	if ok {
+		fast, err := check(rest, req.ProtoReflect().Descriptor(), 0, 1)
+		ok = err == nil && fast && req.UnmarshalVT(rest) == nil
+	}
 	if !ok {
+		ref.Release()
 		return false
 	}
-	if fast, err := check(rest, req.ProtoReflect().Descriptor(), 0, 1); err != nil || !fast || req.UnmarshalVT(rest) != nil {
-		return false
+	if lend != nil {
+		*lend = ref
 	}
 	dropMarks(req)
 	req.MessagesJson = js
