@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -25,7 +26,7 @@ import (
 // exactly the conversation its own client sent.
 func TestLongBodiesReachTheirOwnUpstreamRequests(t *testing.T) {
 	t.Parallel()
-	for _, surface := range []string{"rest", "grpc"} {
+	for _, surface := range []string{"rest", "grpc", "grpc-stream"} {
 		t.Run(surface, func(t *testing.T) {
 			t.Parallel()
 			longBodiesReachTheirOwnUpstreamRequests(t, surface)
@@ -78,18 +79,37 @@ func upstreamAnsweringBeforeItReadsTheBody(t *testing.T, surface string) {
 }
 
 // sendLongRequests sends rounds of n concurrent chat requests through the SDK
-// (surface rest) or the generated gRPC client (grpc), each a conversation of
+// (surface rest) or the generated gRPC client (grpc, grpc-stream), each a conversation of
 // about size bytes of its own, and returns them by the marker each starts with.
 func sendLongRequests(t *testing.T, g *gateway, surface string, rounds, n, size int) map[string]string {
 	client, chat := sdk(g, "k"), pb.NewChatServiceClient(g.conn)
 	send := func(text string) error {
-		if surface == "grpc" {
-			resp, err := chat.CreateChatCompletion(withKey("k"), &pb.ChatCompletionRequest{Model: "up/gpt-4o",
-				Messages: []*pb.ChatMessage{{Role: "user", Content: structpb.NewStringValue(text)}}})
+		req := &pb.ChatCompletionRequest{Model: "up/gpt-4o",
+			Messages: []*pb.ChatMessage{{Role: "user", Content: structpb.NewStringValue(text)}}}
+		switch surface {
+		case "grpc":
+			resp, err := chat.CreateChatCompletion(withKey("k"), req)
 			if err == nil && len(resp.Choices) != 1 {
 				err = fmt.Errorf("%d choices", len(resp.Choices))
 			}
 			return err
+		case "grpc-stream":
+			st, err := chat.StreamChatCompletion(withKey("k"), req)
+			if err != nil {
+				return err
+			}
+			chunks := 0
+			for ; ; chunks++ {
+				if _, err := st.Recv(); err == io.EOF {
+					break
+				} else if err != nil {
+					return err
+				}
+			}
+			if chunks == 0 {
+				return fmt.Errorf("no chunks")
+			}
+			return nil
 		}
 		resp, err := client.Chat.Completions.New(context.Background(), userMsg(text))
 		if err == nil && len(resp.Choices) != 1 {

@@ -21,10 +21,11 @@ import (
 // caller learns nothing of its bytes and every refusal gets its request line.
 //
 // A long chat request's conversation is transcoded into a buffer bufpool lends
-// (codec.Capture.Lend): the call holds it, and so does each upstream body sending
-// from it (bufpool.With); it is given back when the handler returns. Not after
-// a panic the chain recovered from: a hedge's other attempt may still be
-// reading it, and the garbage collector takes it instead.
+// (codec.Capture.Lend; a stream's first message): the call holds it, and so
+// does each upstream body sending from it (bufpool.With); it is given back when
+// the handler returns. Not after a panic (a unary chain recovers it inside,
+// a stream's outside): a hedge's other attempt may still be reading it, and
+// the garbage collector takes it instead.
 func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 	out := *desc
 	out.Methods = make([]grpc.MethodDesc, len(desc.Methods))
@@ -70,18 +71,41 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 	out.Streams = make([]grpc.StreamDesc, len(desc.Streams))
 	for i, s := range desc.Streams {
 		handler := s.Handler
-		s.Handler = func(srv any, stream grpc.ServerStream) error { return handler(srv, decodingStream{stream}) }
+		s.Handler = func(srv any, stream grpc.ServerStream) error {
+			ds := &decodingStream{ServerStream: stream}
+			err := handler(srv, ds)
+			ds.lent.Release() // not on a panic (the interceptors recover it, outside)
+			return err
+		}
 		out.Streams[i] = s
 	}
 	return &out
 }
 
-// decodingStream is a server stream whose messages are received as above.
-type decodingStream struct{ grpc.ServerStream }
+// decodingStream is a server stream whose messages are received as above, the
+// first into a lent buffer when it is a long chat request: the stream's
+// context then carries it (bufpool.With) for the upstream bodies to hold.
+type decodingStream struct {
+	grpc.ServerStream
+	received bool
+	lent     bufpool.Ref
+	ctx      context.Context // with lent; nil until a message was lent
+}
 
-func (s decodingStream) RecvMsg(m any) error {
-	_, err := receive(s.ServerStream.RecvMsg, m, false)
+func (s *decodingStream) RecvMsg(m any) error {
+	ref, err := receive(s.ServerStream.RecvMsg, m, !s.received)
+	s.received = true
+	if ref != (bufpool.Ref{}) {
+		s.lent, s.ctx = ref, bufpool.With(s.ServerStream.Context(), ref)
+	}
 	return err
+}
+
+func (s *decodingStream) Context() context.Context {
+	if s.ctx != nil {
+		return s.ctx
+	}
+	return s.ServerStream.Context()
 }
 
 // receive decodes one request message into v; bytes that do not decode are an
