@@ -11,16 +11,38 @@ import (
 	"sync/atomic"
 )
 
-// Sizes lent: powers of two from MinSize to MaxSize. Smaller bodies are not
-// worth a pool; larger ones are allocated as before.
+// Sizes lent: from MinSize to MaxSize, in four steps from each power of two to
+// the next (64, 80, 96, 112, 128, 160 KiB, ...), so that a buffer is at most a
+// quarter larger than asked (a 590 KB one is 640 KiB, not 1 MiB). Smaller
+// bodies are not worth a pool; larger ones are allocated as before.
 const (
 	minShift = 16
 	maxShift = 20
 	MinSize  = 1 << minShift
 	MaxSize  = 1 << maxShift
+	classes  = (maxShift-minShift)*4 + 1
 )
 
-var pools [maxShift - minShift + 1]sync.Pool
+var pools [classes]sync.Pool
+
+// classOf is the class of the smallest size lent that holds n (MinSize..MaxSize).
+func classOf(n int) int {
+	if n <= MinSize {
+		return 0
+	}
+	s := bits.Len(uint(n-1)) - 1              // 1<<s < n <= 1<<(s+1)
+	j := (n - 1<<s + 1<<(s-2) - 1) >> (s - 2) // quarters of 1<<s past it, rounded up: 1..4
+	return (s-minShift)*4 + j
+}
+
+// sizeOf is the size of the buffers of class c.
+func sizeOf(c int) int {
+	if c == 0 {
+		return MinSize
+	}
+	s, j := minShift+(c-1)/4, (c-1)%4+1
+	return 1<<s + j<<(s-2)
+}
 
 // lease is a buffer and its state: how many times it was lent (the high 32
 // bits) and how many hold it now (the low 32).
@@ -43,10 +65,10 @@ func Get(n int) Ref {
 	if n < MinSize || n > MaxSize {
 		return Ref{}
 	}
-	class := bits.Len(uint(n-1)) - minShift // the smallest power of two >= n
+	class := classOf(n)
 	l, _ := pools[class].Get().(*lease)
 	if l == nil {
-		l = &lease{buf: make([]byte, 0, 1<<(class+minShift)), class: class}
+		l = &lease{buf: make([]byte, 0, sizeOf(class)), class: class}
 	}
 	gen := uint32(l.state.Load()>>32) + 1
 	l.state.Store(uint64(gen)<<32 | 1) // no holder is left: no one else touches it

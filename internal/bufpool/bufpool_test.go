@@ -5,16 +5,31 @@ import (
 	"testing"
 )
 
-func TestGetLendsTheNextPowerOfTwo(t *testing.T) {
+func TestGetLendsTheNextSize(t *testing.T) {
 	cases := []struct {
 		n, cap int
-	}{{MinSize - 1, 0}, {MinSize, MinSize}, {MinSize + 1, 2 * MinSize}, {520344, 1 << 19}, {MaxSize, MaxSize}, {MaxSize + 1, 0}, {4 << 20, 0}}
+	}{{MinSize - 1, 0}, {MinSize, MinSize}, {MinSize + 1, 80 << 10}, {80 << 10, 80 << 10}, {80<<10 + 1, 96 << 10},
+		{520343, 1 << 19}, {1<<19 + 1, 640 << 10}, {590 << 10, 640 << 10}, {MaxSize, MaxSize}, {MaxSize + 1, 0}, {4 << 20, 0}}
 	for _, tc := range cases {
 		r := Get(tc.n)
 		if got := cap(r.Buf()); got != tc.cap {
 			t.Errorf("Get(%d): cap %d, want %d", tc.n, got, tc.cap)
 		}
 		r.Release()
+	}
+}
+
+// Every size is lent from the smallest class that holds it, at most a quarter
+// larger than asked.
+func TestClassesAreTheSmallestThatHold(t *testing.T) {
+	if sizeOf(classes-1) != MaxSize {
+		t.Fatalf("the last class is %d bytes, not MaxSize", sizeOf(classes-1))
+	}
+	for n := MinSize; n <= MaxSize; n++ {
+		c := classOf(n)
+		if sizeOf(c) < n || c > 0 && sizeOf(c-1) >= n || sizeOf(c) > n+n/4 {
+			t.Fatalf("%d bytes: class %d of %d bytes (the one below: %d)", n, c, sizeOf(c), sizeOf(max(c-1, 0)))
+		}
 	}
 }
 
