@@ -34,7 +34,7 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 		m.Handler = func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
 			var decodeErr error
 			var ref bufpool.Ref
-			entered, returned := false, false // the method was called; it returned (no panic)
+			var method settling
 			receiveInto := func(v any) (err error) {
 				ref, err = receive(dec, v, true)
 				if _, ok := err.(invalidMessage); ok {
@@ -46,13 +46,11 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 				if ref != (bufpool.Ref{}) {
 					ctx = bufpool.With(ctx, ref)
 				}
-				inner := func(ctx context.Context, req any) (any, error) {
+				inner := func(ctx context.Context, req any) (resp any, err error) {
 					if decodeErr != nil {
 						return nil, decodeErr
 					}
-					entered = true
-					resp, err := h(ctx, req)
-					returned = true
+					method.run(func() { resp, err = h(ctx, req) })
 					return resp, err
 				}
 				if ic == nil {
@@ -61,7 +59,7 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 				return ic(ctx, req, info, inner)
 			}
 			resp, err := handler(srv, ctx, receiveInto, chained)
-			if returned || !entered { // refused before it ran, or done
+			if method.settled() {
 				ref.Release()
 			}
 			return resp, err

@@ -75,20 +75,24 @@ func (h *headerSink) SendHeader(md metadata.MD) error { return h.SetHeader(md) }
 
 func (h *headerSink) SetTrailer(metadata.MD) error { return nil }
 
-// unaryChat serves a non-stream chat completion.
-func (f *front) unaryChat(w http.ResponseWriter, r *http.Request, req *pb.ChatCompletionRequest) {
+// unaryChat serves a non-stream chat completion; false when the method
+// panicked (the chain recovered it): a buffer the request lies in stays lent.
+func (f *front) unaryChat(w http.ResponseWriter, r *http.Request, req *pb.ChatCompletionRequest) bool {
 	sink := &headerSink{method: pb.ChatService_CreateChatCompletion_FullMethodName}
 	ctx := grpc.NewContextWithServerTransportStream(incomingContext(r), sink)
 	info := &grpc.UnaryServerInfo{Server: f.in.chat, FullMethod: sink.method}
-	resp, err := f.in.unary(ctx, req, info, func(ctx context.Context, req any) (any, error) {
-		return f.in.chat.CreateChatCompletion(ctx, req.(*pb.ChatCompletionRequest))
+	var method settling
+	resp, err := f.in.unary(ctx, req, info, func(ctx context.Context, req any) (resp any, err error) {
+		method.run(func() { resp, err = f.in.chat.CreateChatCompletion(ctx, req.(*pb.ChatCompletionRequest)) })
+		return resp, err
 	})
 	copyHeaders(w, sink)
 	if err != nil {
 		writeError(w, err)
-		return
+		return method.settled()
 	}
 	body := openaijson.Append(make([]byte, 0, 2048), resp.(*pb.ChatCompletion))
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(body)
+	return true
 }

@@ -180,21 +180,24 @@ func (f *front) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	// A long body is read into a lent buffer: the conversation stays in it
 	// (messages_json) and is sent to the upstream from it; it is given back when
 	// this handler and every upstream body reading from it are done. Not on a
-	// panic (no defer): a hedge's other attempt may still be reading it, and
-	// the garbage collector takes it instead.
+	// panic, recovered by the chain or not (settling): a hedge's other attempt
+	// may still be reading it, and the garbage collector takes it instead.
 	var ref bufpool.Ref
 	if n := readSize(r.ContentLength); n >= bufpool.MinSize {
 		ref = bufpool.Get(int(n))
 	}
-	f.chatCompletionsIn(w, r, ref)
-	ref.Release()
+	if f.chatCompletionsIn(w, r, ref) {
+		ref.Release()
+	}
 }
 
-func (f *front) chatCompletionsIn(w http.ResponseWriter, r *http.Request, ref bufpool.Ref) {
+// chatCompletionsIn is chatCompletions with the body's buffer; false when the
+// method panicked.
+func (f *front) chatCompletionsIn(w http.ResponseWriter, r *http.Request, ref bufpool.Ref) bool {
 	body, err := f.bodyInto(w, r, ref.Buf())
 	if err != nil {
 		writeError(w, err)
-		return
+		return true
 	}
 	if ref != (bufpool.Ref{}) {
 		r = r.WithContext(bufpool.With(r.Context(), ref))
@@ -202,13 +205,12 @@ func (f *front) chatCompletionsIn(w http.ResponseWriter, r *http.Request, ref bu
 	req := &pb.ChatCompletionRequest{}
 	if err := openaijson.UnmarshalChat(body, req); err != nil { // the conversation kept as bytes
 		writeError(w, toStatus(f.log, err))
-		return
+		return true
 	}
 	if req.GetStream() {
-		f.stream(w, r, req)
-		return
+		return f.stream(w, r, req)
 	}
-	f.unaryChat(w, r, req)
+	return f.unaryChat(w, r, req)
 }
 
 // readBody reads a request body within max_body_bytes and the read deadline; when

@@ -100,8 +100,11 @@ func sseFrom(ctx context.Context) *sseStream {
 // stream serves a streaming chat completion as Server-Sent Events. A failure before
 // the first chunk is a plain JSON error with its status; a failure after it is one
 // in-band "data: {"error":…}" event and no [DONE]; a complete stream ends with
-// "data: [DONE]".
-func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompletionRequest) {
+// "data: [DONE]". False when the method panicked (the chain recovered it): a
+// buffer the request lies in stays lent.
+func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompletionRequest) (settled bool) {
+	var method settling
+	defer func() { settled = method.settled() }()
 	sink := &headerSink{method: pb.ChatService_StreamChatCompletion_FullMethodName}
 	ss := &sseStream{sink: sink, w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 1024), timeout: f.opt.writeTimeout}
 	ss.ctx = context.WithValue(grpc.NewContextWithServerTransportStream(incomingContext(r), sink), sseKey{}, ss)
@@ -110,8 +113,12 @@ func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompl
 		if err := admitRequest(stream.Context(), req); err != nil { // decoded by the front, not by RecvMsg
 			return err
 		}
-		return f.in.chat.StreamChatCompletion(req,
-			&grpc.GenericServerStream[pb.ChatCompletionRequest, pb.ChatCompletionChunk]{ServerStream: stream})
+		var err error
+		method.run(func() {
+			err = f.in.chat.StreamChatCompletion(req,
+				&grpc.GenericServerStream[pb.ChatCompletionRequest, pb.ChatCompletionChunk]{ServerStream: stream})
+		})
+		return err
 	})
 	if !ss.started {
 		copyHeaders(w, sink)
@@ -145,6 +152,7 @@ func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompl
 	ss.deadline()
 	_, _ = w.Write(buf)
 	_ = ss.rc.Flush()
+	return // settled, by the deferred call
 }
 
 // copyHeaders sets the response headers Switchyard owns from the gRPC header

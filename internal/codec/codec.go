@@ -117,7 +117,10 @@ func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if c, ok := v.(*Capture); ok {
 		var lend *bufpool.Ref
 		if c.Lend {
-			lend = &c.Ref
+			// grpc-go decodes a second message of a unary call into the same
+			// Capture (then refuses the call): its first lending goes back.
+			c.Ref.Release()
+			c.Ref, lend = bufpool.Ref{}, &c.Ref
 		}
 		c.Err = unmarshal(data, c.Msg, lend)
 		return nil
