@@ -300,6 +300,23 @@ next:
 	VZEROUPPER
 	RET
 
+// SPECIALS sets Y2 (bytes 0-31) and Y5 (32-63) to the quotes, backslashes and
+// control characters of the 64 bytes in Y0 and Y1, with Y8-Y10 the quotes,
+// backslashes and top3 constants and Y11 zero (Y3, Y4, Y6, Y7 scratch).
+#define SPECIALS \
+	VPCMPEQB Y8, Y0, Y2 \
+	VPCMPEQB Y9, Y0, Y3 \
+	VPAND Y10, Y0, Y4 \
+	VPCMPEQB Y11, Y4, Y4 \
+	VPOR Y3, Y2, Y2 \
+	VPOR Y4, Y2, Y2 \
+	VPCMPEQB Y8, Y1, Y5 \
+	VPCMPEQB Y9, Y1, Y6 \
+	VPAND Y10, Y1, Y7 \
+	VPCMPEQB Y11, Y7, Y7 \
+	VPOR Y6, Y5, Y5 \
+	VPOR Y7, Y5, Y5
+
 // func stopsBlock(p *[64]byte) (special, high uint64)
 TEXT ·stopsBlock(SB), NOSPLIT, $0-24
 	MOVQ p+0(FP), SI
@@ -310,18 +327,7 @@ TEXT ·stopsBlock(SB), NOSPLIT, $0-24
 	VBROADCASTI128 quotes<>(SB), Y8
 	VBROADCASTI128 backslashes<>(SB), Y9
 	VBROADCASTI128 top3<>(SB), Y10
-	VPCMPEQB Y8, Y0, Y2
-	VPCMPEQB Y9, Y0, Y3
-	VPAND Y10, Y0, Y4
-	VPCMPEQB Y11, Y4, Y4
-	VPOR Y3, Y2, Y2
-	VPOR Y4, Y2, Y2
-	VPCMPEQB Y8, Y1, Y5
-	VPCMPEQB Y9, Y1, Y6
-	VPAND Y10, Y1, Y7
-	VPCMPEQB Y11, Y7, Y7
-	VPOR Y6, Y5, Y5
-	VPOR Y7, Y5, Y5
+	SPECIALS
 	MASK2(Y2, Y5, special+8(FP))
 	VZEROUPPER
 	RET
@@ -344,18 +350,7 @@ TEXT ·specialBlocks(SB), NOSPLIT, $0-24
 specialsloop:
 	VMOVDQU 0(SI), Y0
 	VMOVDQU 32(SI), Y1
-	VPCMPEQB Y8, Y0, Y2
-	VPCMPEQB Y9, Y0, Y3
-	VPAND Y10, Y0, Y4
-	VPCMPEQB Y11, Y4, Y4
-	VPOR Y3, Y2, Y2
-	VPOR Y4, Y2, Y2
-	VPCMPEQB Y8, Y1, Y5
-	VPCMPEQB Y9, Y1, Y6
-	VPAND Y10, Y1, Y7
-	VPCMPEQB Y11, Y7, Y7
-	VPOR Y6, Y5, Y5
-	VPOR Y7, Y5, Y5
+	SPECIALS
 	MASK2(Y2, Y5, 0(DI))
 	ADDQ $64, SI
 	ADDQ $8, DI
