@@ -126,7 +126,10 @@ func transcodeChat(data mem.BufferSlice, req *pb.ChatCompletionRequest, lend *bu
 	n, ref := size+size/8+16, bufpool.Ref{} // room for the escapes of ordinary text
 	buf := []byte(nil)
 	if lend != nil && n >= bufpool.MinSize {
-		ref = bufpool.Get(n)
+		// A lent buffer has room for a quarter more (code, with its quotes,
+		// tabs and newlines, escapes more than prose): outgrowing it costs the
+		// allocation lending saves, and a copy.
+		ref = bufpool.Get(size + size/4 + 16)
 		buf = ref.Buf()
 	}
 	if buf == nil {
