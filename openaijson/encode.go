@@ -407,15 +407,14 @@ func appendStrBy[T string | []byte](b []byte, s T, strict, blocks bool) ([]byte,
 			return b, false
 		}
 	}
-	high := ^uint64(0) // the High bits to stop at: none in valid text without separators
 	if valid && !seps {
-		b, start, i = appendPlainBlocks(b, s)
+		b, start, i = appendPlainBlocks(b, s) // the whole blocks: the loop below has only the rest
 	}
 	for i < n {
 		if blocks && i+64 <= n {
 			special, h := bytemask.Stops((*[64]byte)(data[i : i+64]))
 			base := i
-			for stops := special | h&high; stops != 0; stops &= stops - 1 {
+			for stops := special | h; stops != 0; stops &= stops - 1 {
 				p := base + bits.TrailingZeros64(stops)
 				if p < i || valid && asIs(s, p) {
 					continue // inside a character already read; a valid one that goes as it is

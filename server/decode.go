@@ -43,9 +43,7 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 				return err
 			}
 			chained := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-				if ref != (bufpool.Ref{}) {
-					ctx = bufpool.With(ctx, ref)
-				}
+				ctx = bufpool.With(ctx, ref) // as it is for the zero Ref
 				inner := func(ctx context.Context, req any) (resp any, err error) {
 					if decodeErr != nil {
 						return nil, decodeErr

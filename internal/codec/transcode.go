@@ -123,17 +123,16 @@ func transcodeChat(data mem.BufferSlice, req *pb.ChatCompletionRequest, lend *bu
 	if len(msgs) == 0 {
 		return false
 	}
-	n, ref := size+size/8+16, bufpool.Ref{} // room for the escapes of ordinary text
-	buf := []byte(nil)
-	if lend != nil && n >= bufpool.MinSize {
+	var ref bufpool.Ref
+	if lend != nil {
 		// A lent buffer has room for a quarter more (code, with its quotes,
 		// tabs and newlines, escapes more than prose): outgrowing it costs the
-		// allocation lending saves, and a copy.
+		// allocation lending saves, and a copy. None for a short conversation.
 		ref = bufpool.Get(size + size/4 + 16)
-		buf = ref.Buf()
 	}
+	buf := ref.Buf()
 	if buf == nil {
-		buf = make([]byte, 0, n)
+		buf = make([]byte, 0, size+size/8+16) // room for the escapes of ordinary text
 	}
 	js, ok := openaijson.TranscodeMessages(buf, msgs)
 	if ok && ref != (bufpool.Ref{}) && unsafe.SliceData(js) != unsafe.SliceData(buf) {
