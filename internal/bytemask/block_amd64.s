@@ -125,6 +125,21 @@ DATA highbits<>+0(SB)/8, $0x8080808080808080
 DATA highbits<>+8(SB)/8, $0x8080808080808080
 GLOBL highbits<>(SB), RODATA|NOPTR, $16
 
+// ASCIIDONE returns with Invalid zero when no byte of the block (High, at
+// 24(DI)) nor of the three before it (two at before2, one at before1) has its
+// high bit set: no UTF-8 error can show. Else it goes on at utf8.
+#define ASCIIDONE(before2, before1) \
+	MOVWQZX before2, R9 \
+	MOVBQZX before1, R10 \
+	SHLQ $16, R10 \
+	ORQ R10, R9 \
+	ANDQ $0x808080, R9 \
+	ORQ 24(DI), R9 \
+	JNZ utf8 \
+	MOVQ $0, 48(DI) \
+	VZEROUPPER \
+	RET
+
 // UTF8HALF sets bit i of dst (32 bits) when byte i of in shows no UTF-8 error,
 // judged with the 32 bytes at p1(SI), p2(SI) and p3(SI): in shifted by one,
 // two and three bytes.
@@ -164,18 +179,7 @@ avx2:
 	VMOVDQU 32(SI), Y1
 	MASKS
 
-	// No byte of the block nor of the three before it has its high bit set:
-	// no error can show.
-	MOVWQZX -3(SI), R9
-	MOVBQZX -1(SI), R10
-	SHLQ $16, R10
-	ORQ R10, R9
-	ANDQ $0x808080, R9
-	ORQ 24(DI), R9
-	JNZ utf8
-	MOVQ $0, 48(DI)
-	VZEROUPPER
-	RET
+	ASCIIDONE(-3(SI), -1(SI))
 
 utf8:
 	VBROADCASTI128 firsthigh<>(SB), Y13
@@ -398,18 +402,7 @@ TEXT ·textBlock512(SB), NOSPLIT, $0-16
 	VPTESTMB Z12, Z2, K6
 	KMOVQ K6, 32(DI) // EscapeChar
 
-	// No byte of the block nor of the three before it has its high bit set:
-	// no error can show.
-	MOVWQZX 0(SI), R9
-	MOVBQZX 2(SI), R10
-	SHLQ $16, R10
-	ORQ R10, R9
-	ANDQ $0x808080, R9
-	ORQ 24(DI), R9
-	JNZ utf8
-	MOVQ $0, 48(DI)
-	VZEROUPPER
-	RET
+	ASCIIDONE(0(SI), 2(SI))
 
 utf8:
 	VMOVDQU64 2(SI), Z4 // prev1

@@ -10,6 +10,8 @@
 // the scanners' own eight-byte loops, which they use instead.
 package bytemask
 
+import "unsafe"
+
 // Masks is what LoadText says of a 64-byte block.
 type Masks struct {
 	Quote, Backslash, Control, High uint64
@@ -32,6 +34,42 @@ func Escaped(backslash uint64) uint64 {
 	oddStarts := backslash &^ even &^ follows
 	evenRuns := oddStarts + backslash
 	return (even ^ evenRuns<<1) & follows
+}
+
+// LoadText sets m to the masks of the 64 bytes at w[3:], Invalid included:
+// w[:3] are the three bytes before them (ASCII when there are none). (m is
+// filled in place: a Masks returned by value is copied sixteen bytes at a time
+// from the eight-byte stores that wrote it, and the stalled loads cost more
+// than the compares.)
+func (m *Masks) LoadText(w *[67]byte) {
+	if Fast {
+		TextBlock(w, m)
+		return
+	}
+	*m = textBlockGo(w)
+}
+
+// Stops is the bits of the 64 bytes at p a JSON string encoder stops at: the
+// quotes, backslashes and control characters (special), and the bytes of 0x80
+// and above (high).
+func Stops(p *[64]byte) (special, high uint64) {
+	if Fast {
+		return stopsBlock(p)
+	}
+	return stopsGo(p)
+}
+
+// Specials sets out[k] to the special bits Stops gives of the k-th block of
+// 64 bytes of p, for every k of out (p holds 64 bytes for each).
+func Specials(p []byte, out []uint64) {
+	if len(p) < len(out)<<6 {
+		panic("bytemask: Specials past the end of p")
+	}
+	if Fast && len(out) > 0 {
+		specialBlocks(unsafe.SliceData(p), len(out), unsafe.SliceData(out))
+		return
+	}
+	specialsGo(p, out)
 }
 
 // blockGo is LoadText one byte at a time, Invalid aside.
