@@ -3,6 +3,7 @@ package providers
 import (
 	"errors"
 	"io"
+	"math"
 	"net"
 	"slices"
 	"sync"
@@ -65,35 +66,22 @@ func (r *piecesReader) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-// WriteTo writes what is left, piece by piece (io.Copy's fast path).
+// WriteTo writes what is left (io.Copy's fast path): in one vectored write
+// where w takes one (writev on a TCP connection), else piece by piece.
 func (r *piecesReader) WriteTo(w io.Writer) (int64, error) {
+	n, _, err := r.writeWithin(w, math.MaxInt64)
+	return n, err
+}
+
+// writeWithin is WriteTo when at most limit bytes are left; ok is false, with
+// nothing written, when more are.
+func (r *piecesReader) writeWithin(w io.Writer, limit int64) (n int64, ok bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.held {
-		return 0, ErrBodyReleased
+		return 0, true, ErrBodyReleased
 	}
-	var total int64
-	for len(r.p) > 0 {
-		n, err := w.Write(r.p[0])
-		total += int64(n)
-		if r.p[0] = r.p[0][n:]; len(r.p[0]) == 0 {
-			r.p = r.p[1:]
-		}
-		if err != nil {
-			return total, err
-		}
-	}
-	return total, nil
-}
-
-// writeAll writes what is left to w at once when it is at most limit bytes: one
-// vectored write (writev on a TCP connection) instead of net/http's copies of
-// 32 KiB through a buffer of its own. ok is false, with nothing written, when
-// there is more than limit left or the reader is closed (Read then says so).
-func (r *piecesReader) writeAll(w io.Writer, limit int64) (n int64, ok bool, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.held || r.p.Len() > limit {
+	if r.p.Len() > limit {
 		return 0, false, nil
 	}
 	bufs := net.Buffers(r.p)

@@ -131,13 +131,27 @@ func dialBodies(d *net.Dialer) func(ctx context.Context, network, addr string) (
 type bodyConn struct{ *net.TCPConn }
 
 func (c bodyConn) ReadFrom(r io.Reader) (int64, error) {
-	if lr, ok := r.(*io.LimitedReader); ok {
-		if pr, ok := lr.R.(*piecesReader); ok {
-			if n, ok, err := pr.writeAll(c.TCPConn, lr.N); ok {
-				lr.N -= n
-				return n, err
-			}
-		}
+	if n, ok, err := sendPieces(c.TCPConn, r); ok {
+		return n, err
 	}
 	return c.TCPConn.ReadFrom(r)
+}
+
+// sendPieces writes r to w at once when it is a body sent from Pieces within
+// its Content-Length, as net/http hands a body over (an io.LimitedReader),
+// and counts what it wrote off the limit; ok is false, with nothing written,
+// for any other reader.
+func sendPieces(w io.Writer, r io.Reader) (n int64, ok bool, err error) {
+	lr, limited := r.(*io.LimitedReader)
+	if !limited {
+		return 0, false, nil
+	}
+	pr, pieces := lr.R.(*piecesReader)
+	if !pieces {
+		return 0, false, nil
+	}
+	if n, ok, err = pr.writeWithin(w, lr.N); ok {
+		lr.N -= n
+	}
+	return n, ok, err
 }

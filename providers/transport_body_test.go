@@ -112,6 +112,53 @@ func TestBodyConnReadFrom(t *testing.T) {
 	}
 }
 
+// sendPieces takes a pieces reader within its limit whole, in one go, and
+// counts it off the limit; it leaves one past its limit, and any other reader,
+// as they were (net/http's own copy then reads them); a closed one is refused.
+func TestSendPiecesTakesOnlyPiecesWithinTheLimit(t *testing.T) {
+	body := bodyOf(10 << 10)
+	p := piecesOf(body, 10, 7<<10)
+	reader := func() io.Reader {
+		rd, ok := p.ReaderOf(bufpool.Ref{})
+		require.True(t, ok)
+		return rd
+	}
+	closed := reader()
+	require.NoError(t, closed.(io.Closer).Close())
+	cases := []struct {
+		name    string
+		r       io.Reader
+		limit   int64
+		taken   bool
+		wantErr error
+	}{
+		{"pieces within the limit", reader(), int64(len(body)), true, nil},
+		{"pieces past the limit", reader(), 1000, false, nil},
+		{"another reader", bytes.NewReader(body), int64(len(body)), false, nil},
+		{"a closed pieces reader", closed, int64(len(body)), true, ErrBodyReleased},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var w bytes.Buffer
+			lr := &io.LimitedReader{R: tc.r, N: tc.limit}
+			n, ok, err := sendPieces(&w, lr)
+			require.Equal(t, tc.taken, ok)
+			require.ErrorIs(t, err, tc.wantErr)
+			require.Equal(t, int64(w.Len()), n)
+			require.Equal(t, tc.limit-n, lr.N, "what was written is counted off the limit")
+			switch {
+			case ok && err == nil:
+				require.True(t, bytes.Equal(body, w.Bytes()), "the whole body, in one go")
+			case !ok:
+				require.Zero(t, w.Len(), "nothing written")
+				rest, err := io.ReadAll(lr)
+				require.NoError(t, err)
+				require.True(t, bytes.Equal(body[:tc.limit], rest), "the reader left as it was")
+			}
+		})
+	}
+}
+
 func tcpPair(t *testing.T) (*net.TCPConn, net.Conn) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
