@@ -63,14 +63,7 @@ func TestAHoldEndsWithTheLending(t *testing.T) {
 	t.Run("released more than held", func(t *testing.T) {
 		r := Get(MinSize)
 		r.Release()
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Fatal("no panic")
-				}
-			}()
-			r.Release()
-		}()
+		mustPanic(t, r.Release, "a release past zero did not panic")
 		if next := Get(MinSize); next.l == r.l && next.gen == r.gen {
 			t.Fatal("the release past zero gave the next lending the same generation")
 		}
@@ -80,14 +73,7 @@ func TestAHoldEndsWithTheLending(t *testing.T) {
 		old.Release()
 		old.l.state.Store(uint64(old.gen+1)<<32 | 1) // lent again, as Get does (sync.Pool may not hand it back)
 		now := Ref{old.l, old.gen + 1}
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Fatal("a stale release did not panic")
-				}
-			}()
-			old.Release()
-		}()
+		mustPanic(t, old.Release, "a stale release did not panic")
 		if !now.Hold() {
 			t.Fatal("the next lending lost its holder to a stale release")
 		}
@@ -126,4 +112,15 @@ func TestConcurrentHolders(t *testing.T) {
 			t.Fatal("held after the last release")
 		}
 	}
+}
+
+// mustPanic fails t with msg unless f panics.
+func mustPanic(t *testing.T, f func(), msg string) {
+	t.Helper()
+	defer func() {
+		if recover() == nil {
+			t.Fatal(msg)
+		}
+	}()
+	f()
 }
