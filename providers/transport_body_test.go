@@ -73,13 +73,7 @@ func TestHTTPClientSendsPiecesWhole(t *testing.T) {
 func TestBodyConnReadFrom(t *testing.T) {
 	body := bodyOf(100 << 10)
 	p := piecesOf(body, 10, 70<<10)
-	reader := func() io.Reader {
-		rd, ok := p.ReaderOf(bufpool.Ref{})
-		require.True(t, ok)
-		return rd
-	}
-	closed := reader()
-	require.NoError(t, closed.(io.Closer).Close())
+	reader, closed := readersOf(t, p)
 	cases := []struct {
 		name    string
 		r       io.Reader
@@ -118,13 +112,7 @@ func TestBodyConnReadFrom(t *testing.T) {
 func TestSendPiecesTakesOnlyPiecesWithinTheLimit(t *testing.T) {
 	body := bodyOf(10 << 10)
 	p := piecesOf(body, 10, 7<<10)
-	reader := func() io.Reader {
-		rd, ok := p.ReaderOf(bufpool.Ref{})
-		require.True(t, ok)
-		return rd
-	}
-	closed := reader()
-	require.NoError(t, closed.(io.Closer).Close())
+	reader, closed := readersOf(t, p)
 	cases := []struct {
 		name    string
 		r       io.Reader
@@ -157,6 +145,18 @@ func TestSendPiecesTakesOnlyPiecesWithinTheLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readersOf makes readers of p (each a new one) and one of them closed.
+func readersOf(t *testing.T, p Pieces) (reader func() io.Reader, closed io.Reader) {
+	reader = func() io.Reader {
+		rd, ok := p.ReaderOf(bufpool.Ref{})
+		require.True(t, ok)
+		return rd
+	}
+	closed = reader()
+	require.NoError(t, closed.(io.Closer).Close())
+	return reader, closed
 }
 
 func tcpPair(t *testing.T) (*net.TCPConn, net.Conn) {

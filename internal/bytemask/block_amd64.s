@@ -125,6 +125,17 @@ DATA highbits<>+0(SB)/8, $0x8080808080808080
 DATA highbits<>+8(SB)/8, $0x8080808080808080
 GLOBL highbits<>(SB), RODATA|NOPTR, $16
 
+// UTF8CONSTS loads UTF8HALF's and UTF8CHECK's tables and constants:
+// Y13-Y15 the three lookup tables, Y10 and Y9 the lead bytes of three and four
+// bytes, Y8 the high bits.
+#define UTF8CONSTS \
+	VBROADCASTI128 firsthigh<>(SB), Y13 \
+	VBROADCASTI128 firstlow<>(SB), Y14 \
+	VBROADCASTI128 secondhigh<>(SB), Y15 \
+	VBROADCASTI128 lead3<>(SB), Y10 \
+	VBROADCASTI128 lead4<>(SB), Y9 \
+	VBROADCASTI128 highbits<>(SB), Y8
+
 // ASCIIDONE returns with Invalid zero when no byte of the block (High, at
 // 24(DI)) nor of the three before it (two at before2, one at before1) has its
 // high bit set: no UTF-8 error can show. Else it goes on at utf8.
@@ -182,12 +193,7 @@ avx2:
 	ASCIIDONE(-3(SI), -1(SI))
 
 utf8:
-	VBROADCASTI128 firsthigh<>(SB), Y13
-	VBROADCASTI128 firstlow<>(SB), Y14
-	VBROADCASTI128 secondhigh<>(SB), Y15
-	VBROADCASTI128 lead3<>(SB), Y10
-	VBROADCASTI128 lead4<>(SB), Y9
-	VBROADCASTI128 highbits<>(SB), Y8
+	UTF8CONSTS
 	VPXOR Y11, Y11, Y11
 	UTF8HALF(-1, -2, -3, Y0, AX)
 	UTF8HALF(31, 30, 29, Y1, BX)
@@ -262,12 +268,7 @@ TEXT ·utf8Blocks(SB), NOSPLIT, $0-26
 	MOVQ blocks+8(FP), CX
 	MOVQ before+16(FP), DX
 	VBROADCASTI128 nibble<>(SB), Y12
-	VBROADCASTI128 firsthigh<>(SB), Y13
-	VBROADCASTI128 firstlow<>(SB), Y14
-	VBROADCASTI128 secondhigh<>(SB), Y15
-	VBROADCASTI128 lead3<>(SB), Y10
-	VBROADCASTI128 lead4<>(SB), Y9
-	VBROADCASTI128 highbits<>(SB), Y8
+	UTF8CONSTS
 	VPXOR Y7, Y7, Y7 // the 32 bytes before the first block: none (ASCII)...
 	TESTQ DX, DX
 	JZ none
