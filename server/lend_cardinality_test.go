@@ -42,10 +42,13 @@ type stubChat struct {
 // grpc-go (serverStream.RecvMsg) decodes a second message of a unary call into
 // the same Capture before it refuses the call (cardinality violation): both
 // lendings go back, the first when the second message is decoded over it.
+// grpc-go writes the refusal to the caller before the handler returns (the
+// releases come after it), so the server is stopped, waiting for its
+// handlers, before the lendings are looked at.
 func TestAUnaryCallOfTwoMessagesGivesBothLendingsBack(t *testing.T) {
 	var mu sync.Mutex
 	var refs []bufpool.Ref
-	gs := grpc.NewServer(grpc.ForceServerCodecV2(recordingCodec{mu: &mu, refs: &refs}))
+	gs := grpc.NewServer(grpc.ForceServerCodecV2(recordingCodec{mu: &mu, refs: &refs}), grpc.WaitForHandlers(true))
 	gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.ChatService_ServiceDesc), &stubChat{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -65,6 +68,7 @@ func TestAUnaryCallOfTwoMessagesGivesBothLendingsBack(t *testing.T) {
 	require.NoError(t, st.CloseSend())
 	err = st.RecvMsg(&pb.ChatCompletion{})
 	require.ErrorContains(t, err, "cardinality violation")
+	gs.Stop() // returns once the handler has
 
 	mu.Lock()
 	defer mu.Unlock()
