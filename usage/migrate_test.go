@@ -86,3 +86,38 @@ func indexNames(t *testing.T, db *sql.DB, q string) []string {
 	require.NoError(t, rows.Err())
 	return slices.Clip(out)
 }
+
+// Replicas starting at once on a fresh Postgres each open the store: every one
+// of them succeeds and the schema is migrated once (found by starting two
+// gateways together: CREATE TABLE IF NOT EXISTS raced outside the lock).
+func TestReplicasStartingTogetherOnAFreshPostgresAllOpenTheStore(t *testing.T) {
+	ctx := context.Background()
+	pg := pgtest.New(t)
+	const replicas = 8
+	errs := make(chan error, replicas)
+	start := make(chan struct{})
+	for range replicas {
+		go func() {
+			<-start
+			st, err := OpenPostgres(ctx, pg.DSN())
+			if err == nil {
+				err = st.Close()
+			}
+			errs <- err
+		}()
+	}
+	close(start)
+	for range replicas {
+		require.NoError(t, <-errs)
+	}
+	db, err := sql.Open("pgx", pg.DSN())
+	require.NoError(t, err)
+	defer db.Close()
+	versions, err := schemaVersions(ctx, db)
+	require.NoError(t, err)
+	want := make([]int, 0, len(migrations))
+	for _, m := range migrations {
+		want = append(want, m.version)
+	}
+	require.Equal(t, want, versions)
+}

@@ -93,21 +93,30 @@ var migrations = []migration{
 // SchemaVersion is the newest migration's version.
 func SchemaVersion() int { return migrations[len(migrations)-1].version }
 
-// migrate applies the migrations of ms db has not seen yet.
+// migrate applies the migrations of ms db has not seen yet. Every step,
+// the migrations table's creation included, runs in a transaction holding the
+// dialect's lock: Postgres's CREATE TABLE IF NOT EXISTS is not safe against
+// another replica creating the same table at once (a unique violation in
+// pg_type), so replicas starting together on a fresh database take turns.
 func migrate(ctx context.Context, db *sql.DB, d dialect, ms []migration) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS usage_schema_migrations (
-		version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+	err := locked(ctx, db, d, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS usage_schema_migrations (
+			version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("usage store: create the migrations table: %w", err)
 	}
 	for _, m := range ms {
-		if err := apply(ctx, db, d, m.version, m.stmts); err != nil {
+		if err := locked(ctx, db, d, func(tx *sql.Tx) error { return apply(ctx, tx, d, m.version, m.stmts) }); err != nil {
 			return fmt.Errorf("usage store: migration %d: %w", m.version, err)
 		}
 	}
 	return nil
 }
 
-func apply(ctx context.Context, db *sql.DB, d dialect, version int, stmts []string) error {
+// locked runs f in a transaction that first takes d's lock (released at its end).
+func locked(ctx context.Context, db *sql.DB, d dialect, f func(tx *sql.Tx) error) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -118,6 +127,14 @@ func apply(ctx context.Context, db *sql.DB, d dialect, version int, stmts []stri
 			return err
 		}
 	}
+	if err := f(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// apply runs one migration's statements unless it was applied already.
+func apply(ctx context.Context, tx *sql.Tx, d dialect, version int, stmts []string) error {
 	var n int
 	if err := tx.QueryRowContext(ctx, d.rebind(`SELECT COUNT(*) FROM usage_schema_migrations WHERE version = ?`), version).Scan(&n); err != nil {
 		return err
@@ -130,11 +147,9 @@ func apply(ctx context.Context, db *sql.DB, d dialect, version int, stmts []stri
 			return err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, d.rebind(`INSERT INTO usage_schema_migrations (version, applied_at) VALUES (?, ?)`),
-		version, time.Now().UnixMicro()); err != nil {
-		return err
-	}
-	return tx.Commit()
+	_, err := tx.ExecContext(ctx, d.rebind(`INSERT INTO usage_schema_migrations (version, applied_at) VALUES (?, ?)`),
+		version, time.Now().UnixMicro())
+	return err
 }
 
 // schemaVersions lists the applied migrations (for tests and diagnostics).
