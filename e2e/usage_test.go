@@ -185,6 +185,7 @@ func TestUsageBudget(t *testing.T) {
 	e := readError(t, resp)
 	require.Equal(t, "insufficient_quota", e.Error.Type)
 	require.Equal(t, "insufficient_quota", *e.Error.Code)
+	require.Contains(t, e.Error.Message, "its budget of $0.00005 for this day", "the budget as set, not rounded to cents")
 	other := post(t, g.base+"/chat/completions", chatBody+"}", "Authorization", "Bearer sk-master")
 	require.Equal(t, http.StatusOK, other.StatusCode, "the master key has no budget")
 

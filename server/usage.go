@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -340,9 +341,15 @@ func budgetCheck(spend *usage.Spend) func(context.Context, keys.Key) error {
 			return nil
 		}
 		return statusOf(apiError{httpStatus: http.StatusTooManyRequests, errType: "insufficient_quota", code: "insufficient_quota",
-			message: fmt.Sprintf("This key has spent its budget of $%.2f for this %s ($%.4f spent); it resets at %s.",
-				k.BudgetUSD, k.BudgetPeriod, spent, resets.Format(time.RFC3339))})
+			message: fmt.Sprintf("This key has spent its budget of $%s for this %s ($%s spent); it resets at %s.",
+				usd(k.BudgetUSD), k.BudgetPeriod, usd(spent), resets.Format(time.RFC3339))})
 	}
+}
+
+// usd writes an amount of dollars as set or spent, to the millionth (a budget
+// of $0.001 is not "$0.00"), without trailing zeros.
+func usd(v float64) string {
+	return strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64)
 }
 
 // anthropicUsage takes Anthropic's cache reads and writes onto the report
