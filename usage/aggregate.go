@@ -91,7 +91,7 @@ func (a *aggregator) add(r *aggRow) {
 	g.Tokens.Estimated = g.Tokens.Estimated || r.tokens.Estimated
 	if r.priced {
 		g.CostUSD += r.cost
-	} else {
+	} else if r.provider != "" { // a call refused before any upstream was billed nothing
 		g.Unpriced++
 	}
 	g.latencies = append(g.latencies, r.latencyMS)

@@ -83,7 +83,9 @@ type Group struct {
 	Key map[string]string
 	// Start is the bucket's start (zero without a bucket).
 	Start time.Time
-	// Requests counts records; Errors the failed ones; Unpriced those without a cost.
+	// Requests counts records; Errors the failed ones; Unpriced those that
+	// reached a target without a price (a call refused before any upstream, at
+	// admission, was billed nothing and is not one).
 	Requests, Errors, Unpriced int64
 	// Tokens sums the records' tokens (Estimated: some of them were estimates).
 	Tokens Tokens

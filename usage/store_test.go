@@ -151,6 +151,21 @@ func TestStores(t *testing.T) {
 				require.Len(t, sp, 1)
 				require.InDelta(t, 0.01, sp["vk_b"], 1e-12)
 			})
+			t.Run("a refusal before any upstream is not unpriced", func(t *testing.T) { // last: it adds records
+				day := t0.AddDate(0, 1, 0)
+				refused := usage.Record{Time: day, RequestID: "refused", Surface: usage.SurfaceREST, Endpoint: usage.EndpointChat,
+					KeyID: "vk_c", Model: "gpt-4o-mini", Latency: time.Millisecond, Status: 429, ErrorCode: "insufficient_quota"}
+				unpriced := refused
+				unpriced.RequestID, unpriced.Provider, unpriced.TargetModel, unpriced.Status, unpriced.ErrorCode = "unpriced", "ollama", "local", 200, ""
+				unpriced.Tokens = usage.Tokens{Prompt: 3, Completion: 4}
+				require.NoError(t, s.Write(ctx, []usage.Record{refused, unpriced}))
+				gs, err := s.Query(ctx, usage.Query{Filter: usage.Filter{From: day, To: day.Add(time.Hour)}, GroupBy: []string{usage.ByKey}})
+				require.NoError(t, err)
+				require.Len(t, gs, 1)
+				require.EqualValues(t, 2, gs[0].Requests)
+				require.EqualValues(t, 1, gs[0].Errors)
+				require.EqualValues(t, 1, gs[0].Unpriced, "only the request an upstream answered without a price")
+			})
 		})
 	}
 }

@@ -2218,7 +2218,9 @@ type UsageGroup struct {
 	Requests int64 `protobuf:"varint,9,opt,name=requests,proto3" json:"requests,omitempty"`
 	// Requests that ended in an error.
 	Errors int64 `protobuf:"varint,10,opt,name=errors,proto3" json:"errors,omitempty"`
-	// Requests without a price (their cost is not in cost_usd).
+	// Requests an upstream answered whose target has no price (their cost is not
+	// in cost_usd). A call refused before any upstream (at admission) was billed
+	// nothing and is not counted here.
 	UnpricedRequests int64 `protobuf:"varint,11,opt,name=unpriced_requests,proto3" json:"unpriced_requests,omitempty"`
 	// Prompt tokens, cached ones included.
 	PromptTokens int64 `protobuf:"varint,12,opt,name=prompt_tokens,proto3" json:"prompt_tokens,omitempty"`

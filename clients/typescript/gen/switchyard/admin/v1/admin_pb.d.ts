@@ -1204,7 +1204,9 @@ export declare type UsageGroup = Message<"switchyard.admin.v1.UsageGroup"> & {
   errors: bigint;
 
   /**
-   * Requests without a price (their cost is not in cost_usd).
+   * Requests an upstream answered whose target has no price (their cost is not
+   * in cost_usd). A call refused before any upstream (at admission) was billed
+   * nothing and is not counted here.
    *
    * @generated from field: int64 unpriced_requests = 11 [json_name = "unpriced_requests"];
    */
