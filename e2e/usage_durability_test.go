@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard/switchyard/internal/pgtest"
 	"github.com/switchyard/switchyard/usage"
 )
 
@@ -92,17 +93,55 @@ func startBinary(t *testing.T, configText string) *binary {
 }
 
 // TestUsageDurableUnderSIGTERM: a gateway under load (32 clients, unary and
-// stream) gets SIGTERM; every request it answered is a row in usage.db after it
-// exits. The writer is set never to flush on its own (flush_interval 1h, batches
-// larger than the queue), so every row is one the shutdown drain wrote.
+// stream) gets SIGTERM; every request it answered is a row in its store after
+// it exits, on both stores. The writer is set never to flush on its own
+// (flush_interval 1h, batches larger than the queue), so every row is one the
+// shutdown drain wrote.
 func TestUsageDurableUnderSIGTERM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	data := t.TempDir()
-	gw := startBinary(t, "server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  data_dir: "+data+"\n"+
-		"  drain_timeout: 10s\nproviders:\n  sim:\n    type: simulator\n    simulator: {time_to_first_token: 5ms, token_delay: 1ms, tokens: 8}\n"+
-		"usage:\n  flush_interval: 1h\n  batch_size: 100000\npricing:\n  sim/sim-1: {input: 1, output: 2}\n")
+	cases := map[string]func(t *testing.T, data string) (config string, open func() (usage.Store, error)){
+		"sqlite": func(t *testing.T, data string) (string, func() (usage.Store, error)) {
+			return "", func() (usage.Store, error) {
+				return usage.OpenSQLite(context.Background(), filepath.Join(data, usage.FileName))
+			}
+		},
+		"postgres": func(t *testing.T, _ string) (string, func() (usage.Store, error)) {
+			pg := pgtest.New(t)
+			return "  store: postgres\n  dsn: " + pg.DSN() + "\n", func() (usage.Store, error) {
+				return usage.OpenPostgres(context.Background(), pg.DSN())
+			}
+		},
+	}
+	for name, store := range cases {
+		t.Run(name, func(t *testing.T) {
+			data := t.TempDir()
+			storeYAML, open := store(t, data)
+			answered := loadUntilSIGTERM(t, "server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  data_dir: "+data+"\n"+
+				"  drain_timeout: 10s\nproviders:\n  sim:\n    type: simulator\n    simulator: {time_to_first_token: 5ms, token_delay: 1ms, tokens: 8}\n"+
+				"usage:\n"+storeYAML+"  flush_interval: 1h\n  batch_size: 100000\npricing:\n  sim/sim-1: {input: 1, output: 2}\n")
+			st, err := open()
+			require.NoError(t, err)
+			defer st.Close()
+			groups, err := st.Query(context.Background(), usage.Query{GroupBy: []string{usage.ByStatus}})
+			require.NoError(t, err)
+			rows := map[string]int64{}
+			for _, g := range groups {
+				rows[g.Key[usage.ByStatus]] = g.Requests
+			}
+			t.Logf("durability (%s): %d requests answered under load, %d rows with status 200 after SIGTERM (all rows by status: %v)",
+				name, answered, rows["200"], rows)
+			require.Equal(t, answered, rows["200"], "rows = answered requests")
+		})
+	}
+}
+
+// loadUntilSIGTERM starts the gateway binary with config, loads it with 32
+// clients (unary and stream) for 1.5 s, sends it SIGTERM, waits for it to exit
+// having drained its ledger, and returns how many requests it answered in full.
+func loadUntilSIGTERM(t *testing.T, config string) int64 {
+	gw := startBinary(t, config)
 	base := "http://" + gw.addr + "/v1/chat/completions"
 	var answered atomic.Int64
 	stop := make(chan struct{})
@@ -144,18 +183,6 @@ func TestUsageDurableUnderSIGTERM(t *testing.T) {
 	require.NoError(t, gw.wait(30*time.Second), gw.log())
 	close(stop)
 	wg.Wait()
-
-	st, err := usage.OpenSQLite(context.Background(), filepath.Join(data, usage.FileName))
-	require.NoError(t, err)
-	defer st.Close()
-	groups, err := st.Query(context.Background(), usage.Query{GroupBy: []string{usage.ByStatus}})
-	require.NoError(t, err)
-	rows := map[string]int64{}
-	for _, g := range groups {
-		rows[g.Key[usage.ByStatus]] = g.Requests
-	}
-	t.Logf("durability: %d requests answered under load, %d rows with status 200 after SIGTERM (all rows by status: %v)",
-		answered.Load(), rows["200"], rows)
-	require.Equal(t, answered.Load(), rows["200"], "rows = answered requests")
 	require.Contains(t, gw.log(), "usage ledger drained")
+	return answered.Load()
 }
