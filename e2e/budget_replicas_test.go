@@ -8,19 +8,24 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	adminpb "github.com/switchyard/switchyard/gen/switchyard/admin/v1"
 	"github.com/switchyard/switchyard/internal/fakeupstream"
+	"github.com/switchyard/switchyard/internal/pgtest"
 	"github.com/switchyard/switchyard/internal/redistest"
 )
 
 // A virtual key's budget holds across replicas sharing Redis, as its limits
 // do: what it spent through one replica counts on the others (within
-// redisstate.PushDelay).
+// redisstate.PushDelay). Their ledger is one Postgres: "spend by key and model"
+// asked of either replica over gRPC is the same answer, every replica's calls.
 func TestBudgetHoldsAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	rsrv := redistest.New(t)
+	pg := pgtest.New(t)
 	up := fakeupstream.New()
 	t.Cleanup(up.Close)
-	shared := withYAML(usageYAML + "state:\n  redis:\n    url: " + rsrv.URL() + "\n    prefix: \"" + t.Name() + ":\"\n")
+	shared := withYAML(usageYAML + "usage:\n  store: postgres\n  dsn: " + pg.DSN() + "\n" +
+		"state:\n  redis:\n    url: " + rsrv.URL() + "\n    prefix: \"" + t.Name() + ":\"\n")
 	a, b := startWith(t, up, keysYAML, shared), startWith(t, up, keysYAML, shared)
 	_, secret := createKey(t, a, `{"name":"capped","models":["*"],"budget_usd":0.00005,"budget_period":"day"}`)
 	auth := []string{"Authorization", "Bearer " + secret}
@@ -54,5 +59,18 @@ func TestBudgetHoldsAcrossReplicas(t *testing.T) {
 		resp := post(t, g.base+"/chat/completions", chatBody+"}", auth...)
 		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "replica %s counts what the other spent", name)
 		require.Equal(t, "insufficient_quota", readError(t, resp).Error.Type)
+	}
+
+	waitRecords(t, a, 4)
+	q := &adminpb.QueryUsageRequest{Since: "24h", GroupBy: []string{"key", "model"}}
+	for name, g := range map[string]*gateway{"a": a, "b": b} {
+		out, err := adminpb.NewAdminServiceClient(g.conn).QueryUsage(withKey("sk-admin"), q)
+		require.NoError(t, err, name)
+		require.Len(t, out.Groups, 1, "replica %s: one key, one model", name)
+		grp := out.Groups[0]
+		require.EqualValues(t, 4, grp.Requests, "replica %s sees both replicas' calls", name)
+		require.EqualValues(t, 2, grp.Errors, "replica %s: the two refusals", name)
+		require.Zero(t, grp.UnpricedRequests, "replica %s: refusals were billed nothing", name)
+		require.InDelta(t, 2*0.000025, grp.CostUsd, 1e-12, "replica %s", name)
 	}
 }
