@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -10,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/structpb"
 
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/internal/fakeupstream"
 )
 
@@ -179,13 +182,10 @@ func TestRESTReplaysRecordedOpenAITraffic(t *testing.T) {
 	g.up.Script(fakeupstream.Reply{Body: string(recorded)})
 	resp := post(t, g.base+"/chat/completions", chatBody+`}`)
 	require.Equal(t, 200, resp.StatusCode)
-	var got, want map[string]any
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
-	require.NoError(t, json.Unmarshal(recorded, &want))
-	// Known members normalised: nulls OpenAI uses for "absent" are left out.
-	delete(want["choices"].([]any)[0].(map[string]any), "logprobs")
-	delete(want["choices"].([]any)[0].(map[string]any)["message"].(map[string]any), "refusal")
-	require.Equal(t, want, got)
+	got, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	// A complete answer goes to REST callers as the upstream sent it, byte for byte.
+	require.Equal(t, string(recorded), string(got))
 
 	lines := readLines(t, "../internal/fakeupstream/testdata/chat_completion_stream.txt")
 	g.up.Script(fakeupstream.Reply{Events: lines})
@@ -228,5 +228,62 @@ func TestHealthEndpoints(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, 200, resp.StatusCode, p)
+	}
+}
+
+// A non-stream answer goes to a REST caller as the upstream sent it when it is
+// complete (nothing to fill in), and decoded and completed otherwise; either
+// way its usage is counted, and a gRPC caller gets the whole answer decoded.
+func TestRESTAnswerIsRelayedWhenComplete(t *testing.T) {
+	t.Parallel()
+	g := start(t, "")
+	usage := `"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":3}}`
+	msg := `"choices":[{"index":0,"message":{"role":"assistant","content":"hi \u2028 there","x_vendor":{"a":[1,2]}},"finish_reason":"stop"}]`
+	cases := []struct {
+		name, body string
+		relayed    bool
+		want       map[string]any // members of the answer (top level) a caller must see
+	}{
+		{"complete", `{"id":"c1","object":"chat.completion","created":7,"model":"up-model",` + msg + `,` + usage + `, "x_top" : 1.50 }`, true, nil},
+		{"no object", `{"id":"c1","created":7,"model":"up-model",` + msg + `,` + usage + `}`, false,
+			map[string]any{"object": "chat.completion"}},
+		{"created 0", `{"id":"c1","object":"chat.completion","created":0,"model":"up-model",` + msg + `,` + usage + `}`, false, nil},
+		{"no usage", `{"id":"c1","object":"chat.completion","created":7,"model":"up-model",` + msg + `}`, false, nil},
+		{"no role", `{"id":"c1","object":"chat.completion","created":7,"model":"up-model",` +
+			`"choices":[{"index":0,"message":{"content":"hi"},"finish_reason":"stop"}],` + usage + `}`, false, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g.up.Script(fakeupstream.Reply{Body: tc.body})
+			resp := post(t, g.base+"/chat/completions", chatBody+`}`)
+			require.Equal(t, 200, resp.StatusCode)
+			got, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			if tc.relayed {
+				require.Equal(t, tc.body, string(got))
+			} else {
+				require.NotEqual(t, tc.body, string(got))
+				var m map[string]any
+				require.NoError(t, json.Unmarshal(got, &m))
+				require.NotEmpty(t, m["object"])
+				require.NotZero(t, m["created"])
+				require.NotNil(t, m["usage"])
+				require.Equal(t, "assistant", m["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["role"])
+				for k, v := range tc.want {
+					require.Equal(t, v, m[k], k)
+				}
+			}
+			if strings.Contains(tc.body, "prompt_tokens") {
+				require.Equal(t, "5", resp.Header.Get("X-Switchyard-Prompt-Tokens"))
+				require.Equal(t, "3", resp.Header.Get("X-Switchyard-Cached-Tokens"))
+			}
+
+			g.up.Script(fakeupstream.Reply{Body: tc.body})
+			out, err := pb.NewChatServiceClient(g.conn).CreateChatCompletion(context.Background(), &pb.ChatCompletionRequest{
+				Model: "up/gpt-4o", Messages: []*pb.ChatMessage{{Role: "user", Content: structpb.NewStringValue("hi")}}})
+			require.NoError(t, err)
+			require.Equal(t, "c1", out.GetId())
+			require.NotEmpty(t, out.GetChoices()[0].GetMessage().GetContent().GetStringValue(), "gRPC gets the whole answer")
+		})
 	}
 }

@@ -269,3 +269,49 @@ func FuzzStringEncoding(f *testing.F) {
 		}
 	})
 }
+
+// FuzzInspectCompletion: InspectCompletion (the REST front's check before it
+// relays a non-stream answer as the upstream sent it) accepts exactly what
+// UnmarshalCompletion accepts, reads the counts the decoded message holds, and
+// calls it Complete only when the decoded message needs nothing filled in.
+func FuzzInspectCompletion(f *testing.F) {
+	seeds(f)
+	full := `{"id":"c","object":"chat.completion","created":1,"model":"m","usage":{"prompt_tokens":1,` +
+		`"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":3}},`
+	for _, seed := range []string{
+		full + `"choices":[{"index":0,"message":{"role":"assistant","content":"hi","refusal":null,"annotations":[]},"finish_reason":"stop"}]}`,
+		full + `"choices":[{"message":{"role":"","content":null}}]}`, full + `"choices":[{"message":null}]}`,
+		full + `"created":0,"choices":[{"message":{"role":"a"}}]}`, full + `"object":"","choices":[{"message":{"role":"a"}}]}`,
+		full + `"choices":[{"message":{"role":"a","tool_calls":[{"id":"t","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		info, err := openaijson.InspectCompletion(data)
+		var c pb.ChatCompletion
+		decodeErr := openaijson.UnmarshalCompletion(data, &c)
+		if (err == nil) != (decodeErr == nil) {
+			t.Fatalf("InspectCompletion error %v, UnmarshalCompletion error %v, for %q", err, decodeErr, data)
+		}
+		if err != nil {
+			return
+		}
+		u := c.GetUsage()
+		want := openaijson.CompletionInfo{ID: c.Id, Model: c.Model, Choices: len(c.GetChoices()), Usage: c.Usage != nil, PromptTokens: int(u.GetPromptTokens()),
+			CompletionTokens: int(u.GetCompletionTokens()), TotalTokens: int(u.GetTotalTokens()),
+			CachedTokens:    openaijson.DetailTokens(u.GetPromptTokensDetails(), "cached_tokens"),
+			ReasoningTokens: openaijson.DetailTokens(u.GetCompletionTokensDetails(), "reasoning_tokens")}
+		if e, ok := c.GetExtra().GetFields()["error"]; ok {
+			_, null := e.GetKind().(*structpb.Value_NullValue)
+			want.Error = !null
+		}
+		_, isList := oracle(t, data).(map[string]any)["choices"].([]any)
+		want.Complete = c.Object != "" && c.Model != "" && c.Created != 0 && c.Usage != nil && isList
+		for _, ch := range c.GetChoices() {
+			want.Complete = want.Complete && ch.GetMessage().GetRole() != ""
+		}
+		if info != want {
+			t.Fatalf("InspectCompletion says %+v, the decoded completion %+v, for %q", info, want, data)
+		}
+	})
+}

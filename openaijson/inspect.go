@@ -38,11 +38,47 @@ type ChunkInfo struct {
 // accepts (the same syntax, depth and type checks) and fails with the error
 // UnmarshalChunk gives, so a chunk has one verdict whichever way it is read.
 func InspectChunk(data []byte) (ChunkInfo, error) {
-	info, err := inspect(data)
+	info, _, err := inspect(data, false)
 	if err != nil {
 		return ChunkInfo{}, failure(data, chunkError(data, err))
 	}
 	return info, nil
+}
+
+// CompletionInfo is what a relay needs to know about a non-stream
+// chat.completion to send it on as the upstream sent it.
+type CompletionInfo struct {
+	// Error is set when the top level has an "error" member.
+	Error bool
+	// Choices is how many choices it has.
+	Choices int
+	// Usage is set when it carries a usage object; the counts as ChunkInfo's.
+	Usage                                       bool
+	PromptTokens, CompletionTokens, TotalTokens int
+	CachedTokens, ReasoningTokens               int
+	// ID and Model are its id and model ("" when absent or null).
+	ID, Model string
+	// Complete is set when it has every member a decoded completion would
+	// otherwise get filled in (a non-empty object and model, a non-zero created,
+	// a usage object, and in each choice a message with a non-empty role), so
+	// that its bytes say what the decoded and completed message would.
+	Complete bool
+}
+
+// InspectCompletion reads a chat.completion's bytes and reports what a relay
+// needs, without allocating a message. It walks the members UnmarshalCompletion
+// decodes with the checks InspectChunk uses; an error means only that the
+// bytes are not to be relayed as they are (UnmarshalCompletion then gives the
+// verdict and its error): bytes it accepts, UnmarshalCompletion accepts too
+// (FuzzInspectCompletion).
+func InspectCompletion(data []byte) (CompletionInfo, error) {
+	info, at, err := inspect(data, true)
+	if err != nil {
+		return CompletionInfo{}, err
+	}
+	return CompletionInfo{ID: at.id.in(data), Model: at.model.in(data), Error: info.Error, Choices: info.Choices, Usage: info.Usage,
+		PromptTokens: info.PromptTokens, CompletionTokens: info.CompletionTokens, TotalTokens: info.TotalTokens,
+		CachedTokens: info.CachedTokens, ReasoningTokens: info.ReasoningTokens, Complete: info.Complete}, nil
 }
 
 // chunkError is the member's error UnmarshalChunk reports for data, which the
@@ -54,33 +90,43 @@ func chunkError(data []byte, err error) error {
 	return Unmarshal(data, &pb.ChatCompletionChunk{})
 }
 
-// inspect walks a chunk as UnmarshalChunk decodes it: every member of
+// inspect walks a chunk as UnmarshalChunk decodes it (or, with completion, a
+// chat.completion as UnmarshalCompletion does): every member of
 // ChatCompletionChunk, ChunkChoice, ChatDelta, ToolCall, FunctionCall and Usage
-// by name (TestInspectChunkChecksEveryField holds the names to the protos), any
-// other kept as a Value.
-func inspect(data []byte) (ChunkInfo, error) {
+// (ChatCompletion, Choice, ChatMessage) by name (TestInspectChunkChecksEveryField
+// and TestInspectCompletionChecksEveryField hold the names to the protos), any
+// other kept as a Value. Complete follows the kind's own rule (see the Infos).
+func inspect(data []byte, completion bool) (ChunkInfo, texts, error) {
 	var info ChunkInfo
+	var at texts
 	s := scanner{data: data}
 	if s.peek() != '{' {
-		return info, errSyntax
+		return info, at, errSyntax
 	}
 	var id, object, created, model, choices bool
 	indexes, nChoices := true, 0
+	filled := true // completion: every choice has a message with a role
 	err := s.object(func(key []byte) error {
 		switch string(key) { // a member given twice counts the last time, as in decoding
 		case "id":
 			id = s.peek() == '"'
-			return s.checkStr()
+			return at.id.check(&s)
 		case "object":
-			object = s.peek() == '"'
-			return s.checkStr()
+			var err error
+			object, err = s.checkStrSet(completion)
+			return err
 		case "created":
-			created = s.peek() != 'n'
-			_, err := s.checkInt(protoreflect.Int64Kind)
+			isNull := s.peek() == 'n'
+			n, err := s.checkInt(protoreflect.Int64Kind)
+			created = !isNull && (!completion || n != 0)
 			return err
 		case "model":
-			model = s.peek() == '"'
-			return s.checkStr()
+			s.ws()
+			start := s.pos
+			var err error
+			model, err = s.checkStrSet(completion)
+			at.model = span{start, s.pos}
+			return err
 		case "system_fingerprint", "service_tier":
 			return s.checkStr()
 		case "usage":
@@ -90,8 +136,14 @@ func inspect(data []byte) (ChunkInfo, error) {
 			return s.checkObject(func(k []byte) error { return s.inspectUsage(k, &info) })
 		case "choices":
 			choices, nChoices, indexes, info.Finished, info.NonZeroIndex = s.peek() == '[', 0, true, false, false
+			filled = true
 			return s.checkList(func() error {
 				nChoices++
+				if completion {
+					role, err := s.inspectCompletionChoice()
+					filled = filled && role
+					return err
+				}
 				hasIndex, index, finished, err := s.inspectChoice()
 				indexes = indexes && hasIndex
 				info.Finished = info.Finished || finished
@@ -108,8 +160,87 @@ func inspect(data []byte) (ChunkInfo, error) {
 	}
 	info.UsageOnly = info.Usage && nChoices == 0
 	info.Choices = nChoices
-	info.Complete = id && object && created && model && choices && indexes
-	return info, err
+	if completion {
+		info.Complete = object && created && model && choices && filled && info.Usage
+	} else {
+		info.Complete = id && object && created && model && choices && indexes
+	}
+	return info, at, err
+}
+
+// texts are where the members inspect reads as text are in the data.
+type texts struct{ id, model span }
+
+// span is a member's JSON value, data[from:to] (a string or null).
+type span struct{ from, to int }
+
+// check checks a string field, noting where it is.
+func (sp *span) check(s *scanner) error {
+	s.ws()
+	sp.from = s.pos
+	err := s.checkStr()
+	sp.to = s.pos
+	return err
+}
+
+// in is the span's string in data, "" for null (data was checked).
+func (sp span) in(data []byte) string {
+	d := scanner{data: data[sp.from:sp.to]}
+	if d.peek() != '"' {
+		return ""
+	}
+	v, _ := d.str()
+	return v
+}
+
+// checkStrSet checks a string field and says whether it is set: a string, and
+// with nonEmpty not "" either.
+func (s *scanner) checkStrSet(nonEmpty bool) (bool, error) {
+	start := s.pos
+	isStr := s.peek() == '"'
+	if err := s.checkStr(); err != nil {
+		return false, err
+	}
+	return isStr && (!nonEmpty || s.pos-start > len(`""`)), nil // only "" decodes to ""
+}
+
+// inspectCompletionChoice checks a chat.completion's choice, noting whether it
+// has a message with a non-empty role.
+func (s *scanner) inspectCompletionChoice() (role bool, err error) {
+	err = s.object(func(k []byte) error {
+		switch string(k) {
+		case "index":
+			_, err := s.checkInt(protoreflect.Int32Kind)
+			return err
+		case "message":
+			role = false
+			return s.checkObject(func(k []byte) error {
+				if string(k) == "role" {
+					var err error
+					role, err = s.checkStrSet(true)
+					return err
+				}
+				return s.checkMessage(k)
+			})
+		case "finish_reason":
+			return s.checkStr()
+		case "logprobs":
+			return s.checkStruct()
+		}
+		return s.checkValue()
+	})
+	return role, err
+}
+
+// checkMessage checks a member of a ChatMessage other than role.
+func (s *scanner) checkMessage(k []byte) error {
+	switch string(k) {
+	case "name", "tool_call_id", "refusal":
+		return s.checkStr()
+	case "tool_calls":
+		return s.checkList(func() error { return s.object(s.checkToolCall) })
+	}
+	return s.checkValue() // content (a Value) and unknown members
 }
 
 // inspectUsage checks a member of usage, keeping the token counts.

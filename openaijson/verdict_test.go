@@ -82,3 +82,34 @@ func TestInspectChunkChecksEveryField(t *testing.T) {
 		}
 	}
 }
+
+// InspectCompletion knows every field of every message in a completion: each,
+// given values of every JSON type, gets UnmarshalCompletion's verdict.
+func TestInspectCompletionChecksEveryField(t *testing.T) {
+	t.Parallel()
+	wrap := map[string][2]string{
+		"ChatCompletion": {`{`, `}`},
+		"Choice":         {`{"choices":[{`, `}]}`},
+		"ChatMessage":    {`{"choices":[{"message":{`, `}}]}`},
+		"ToolCall":       {`{"choices":[{"message":{"tool_calls":[{`, `}]}}]}`},
+		"FunctionCall":   {`{"choices":[{"message":{"tool_calls":[{"function":{`, `}}]}}]}`},
+		"Usage":          {`{"usage":{`, `}}`},
+	}
+	values := []string{`null`, `"s"`, `""`, `1`, `-1`, `1.5`, `1.0`, `99999999999`, `true`, `{}`, `[]`, `[{}]`, `[null]`, `[1]`, `{"a":1e400}`, `"\ud83d"`}
+	for _, m := range []proto.Message{&pb.ChatCompletion{}, &pb.Choice{}, &pb.ChatMessage{}, &pb.ToolCall{}, &pb.FunctionCall{}, &pb.Usage{}} {
+		md := m.ProtoReflect().Descriptor()
+		w := wrap[string(md.Name())]
+		require.NotEmpty(t, w[0], md.Name())
+		for i := range md.Fields().Len() {
+			name := string(md.Fields().Get(i).Name())
+			t.Run(string(md.Name())+"."+name, func(t *testing.T) {
+				for _, v := range append(values, `{"`+name+`":1}`) {
+					body := w[0] + `"` + name + `":` + v + w[1]
+					_, inspectErr := openaijson.InspectCompletion([]byte(body))
+					decodeErr := openaijson.UnmarshalCompletion([]byte(body), &pb.ChatCompletion{})
+					require.Equal(t, decodeErr == nil, inspectErr == nil, "%s: decode error %v, inspect error %v", body, decodeErr, inspectErr)
+				}
+			})
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/openaijson"
+	"github.com/switchyard/switchyard/providers"
 )
 
 // inProcess runs REST chat calls through the same interceptor chain and handlers as
@@ -75,11 +76,13 @@ func (h *headerSink) SendHeader(md metadata.MD) error { return h.SetHeader(md) }
 
 func (h *headerSink) SetTrailer(metadata.MD) error { return nil }
 
-// unaryChat serves a non-stream chat completion; false when the method
+// unaryChat serves a non-stream chat completion (as the upstream sent it where
+// its provider kept it: providers.RawAnswers); false when the method
 // panicked (the chain recovered it): a buffer the request lies in stays lent.
 func (f *front) unaryChat(w http.ResponseWriter, r *http.Request, req *pb.ChatCompletionRequest) bool {
 	sink := &headerSink{method: pb.ChatService_CreateChatCompletion_FullMethodName}
-	ctx := grpc.NewContextWithServerTransportStream(incomingContext(r), sink)
+	var raw providers.RawAnswers // the answer as the upstream sent it, when it can go as it is
+	ctx := grpc.NewContextWithServerTransportStream(providers.WithRawAnswers(incomingContext(r), &raw), sink)
 	info := &grpc.UnaryServerInfo{Server: f.in.chat, FullMethod: sink.method}
 	var method settling
 	resp, err := f.in.unary(ctx, req, info, func(ctx context.Context, req any) (resp any, err error) {
@@ -91,7 +94,10 @@ func (f *front) unaryChat(w http.ResponseWriter, r *http.Request, req *pb.ChatCo
 		writeError(w, err)
 		return method.settled()
 	}
-	body := openaijson.Append(make([]byte, 0, 2048), resp.(*pb.ChatCompletion))
+	body, ok := raw.Take(resp.(*pb.ChatCompletion))
+	if !ok {
+		body = openaijson.Append(make([]byte, 0, 2048), resp.(*pb.ChatCompletion))
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(body)
 	return true

@@ -214,6 +214,12 @@ func (c *Client) Chat(ctx context.Context, req *providers.Request) (*pb.ChatComp
 	if e := c.hiddenError(body); e != nil {
 		return nil, e
 	}
+	if raw := providers.RawAnswersOf(ctx); raw != nil {
+		if out := readable(body); out != nil {
+			raw.Keep(out, body)
+			return out, nil
+		}
+	}
 	out := &pb.ChatCompletion{}
 	if err := openaijson.UnmarshalCompletion(body, out); err != nil {
 		return nil, c.unreadable("returned an unreadable response", err)
