@@ -49,67 +49,71 @@ func TestInspectChunkGivesUnmarshalChunksVerdict(t *testing.T) {
 	}
 }
 
-// InspectChunk knows every field of every message in a chunk: each, given values
-// of every JSON type, gets UnmarshalChunk's verdict (a field it did not know
-// would pass as an unknown member, whatever its type).
-func TestInspectChunkChecksEveryField(t *testing.T) {
+// The inspectors know every field of every message in what they inspect: each
+// field, given values of every JSON type, gets the decoder's verdict (a field an
+// inspector did not know would pass as an unknown member, whatever its type).
+// InspectChunk gives UnmarshalChunk's error too; InspectCompletion only its
+// verdict (on a refusal the answer is decoded, which names the member).
+func TestInspectorsCheckEveryField(t *testing.T) {
 	t.Parallel()
-	wrap := map[string][2]string{
-		"ChatCompletionChunk": {`{`, `}`},
-		"ChunkChoice":         {`{"choices":[{`, `}]}`},
-		"ChatDelta":           {`{"choices":[{"delta":{`, `}}]}`},
-		"ToolCall":            {`{"choices":[{"delta":{"tool_calls":[{`, `}]}}]}`},
-		"FunctionCall":        {`{"choices":[{"delta":{"tool_calls":[{"function":{`, `}}]}}]}`},
-		"Usage":               {`{"usage":{`, `}}`},
-	}
 	values := []string{`null`, `"s"`, `""`, `1`, `-1`, `1.5`, `1.0`, `99999999999`, `true`, `{}`, `[]`, `[{}]`, `[null]`, `[1]`, `{"a":1e400}`, `"\ud83d"`}
-	for _, m := range []proto.Message{&pb.ChatCompletionChunk{}, &pb.ChunkChoice{}, &pb.ChatDelta{}, &pb.ToolCall{}, &pb.FunctionCall{}, &pb.Usage{}} {
-		md := m.ProtoReflect().Descriptor()
-		w := wrap[string(md.Name())]
-		require.NotEmpty(t, w[0], md.Name())
-		for i := range md.Fields().Len() {
-			name := string(md.Fields().Get(i).Name())
-			for _, v := range append(values, `{"`+name+`":1}`) {
-				chunk := w[0] + `"` + name + `":` + v + w[1]
-				_, inspectErr := openaijson.InspectChunk([]byte(chunk))
-				decodeErr := openaijson.UnmarshalChunk([]byte(chunk), &pb.ChatCompletionChunk{})
-				if decodeErr == nil {
-					require.NoError(t, inspectErr, chunk)
-					continue
+	cases := []struct {
+		name     string
+		messages []proto.Message
+		wrap     map[string][2]string // where a member of each message goes
+		check    func(t *testing.T, body []byte)
+	}{
+		{
+			name:     "chunk",
+			messages: []proto.Message{&pb.ChatCompletionChunk{}, &pb.ChunkChoice{}, &pb.ChatDelta{}, &pb.ToolCall{}, &pb.FunctionCall{}, &pb.Usage{}},
+			wrap: map[string][2]string{
+				"ChatCompletionChunk": {`{`, `}`},
+				"ChunkChoice":         {`{"choices":[{`, `}]}`},
+				"ChatDelta":           {`{"choices":[{"delta":{`, `}}]}`},
+				"ToolCall":            {`{"choices":[{"delta":{"tool_calls":[{`, `}]}}]}`},
+				"FunctionCall":        {`{"choices":[{"delta":{"tool_calls":[{"function":{`, `}}]}}]}`},
+				"Usage":               {`{"usage":{`, `}}`},
+			},
+			check: func(t *testing.T, body []byte) {
+				_, inspectErr := openaijson.InspectChunk(body)
+				if decodeErr := openaijson.UnmarshalChunk(body, &pb.ChatCompletionChunk{}); decodeErr != nil {
+					require.EqualError(t, inspectErr, decodeErr.Error(), "%s", body)
+					return
 				}
-				require.EqualError(t, inspectErr, decodeErr.Error(), chunk)
+				require.NoError(t, inspectErr, "%s", body)
+			},
+		},
+		{
+			name:     "completion",
+			messages: []proto.Message{&pb.ChatCompletion{}, &pb.Choice{}, &pb.ChatMessage{}, &pb.ToolCall{}, &pb.FunctionCall{}, &pb.Usage{}},
+			wrap: map[string][2]string{
+				"ChatCompletion": {`{`, `}`},
+				"Choice":         {`{"choices":[{`, `}]}`},
+				"ChatMessage":    {`{"choices":[{"message":{`, `}}]}`},
+				"ToolCall":       {`{"choices":[{"message":{"tool_calls":[{`, `}]}}]}`},
+				"FunctionCall":   {`{"choices":[{"message":{"tool_calls":[{"function":{`, `}}]}}]}`},
+				"Usage":          {`{"usage":{`, `}}`},
+			},
+			check: func(t *testing.T, body []byte) {
+				_, inspectErr := openaijson.InspectCompletion(body)
+				decodeErr := openaijson.UnmarshalCompletion(body, &pb.ChatCompletion{})
+				require.Equal(t, decodeErr == nil, inspectErr == nil, "%s: decode error %v, inspect error %v", body, decodeErr, inspectErr)
+			},
+		},
+	}
+	for _, tc := range cases {
+		for _, m := range tc.messages {
+			md := m.ProtoReflect().Descriptor()
+			w := tc.wrap[string(md.Name())]
+			require.NotEmpty(t, w[0], md.Name())
+			for i := range md.Fields().Len() {
+				name := string(md.Fields().Get(i).Name())
+				t.Run(tc.name+"/"+string(md.Name())+"."+name, func(t *testing.T) {
+					for _, v := range append(values, `{"`+name+`":1}`) {
+						tc.check(t, []byte(w[0]+`"`+name+`":`+v+w[1]))
+					}
+				})
 			}
-		}
-	}
-}
-
-// InspectCompletion knows every field of every message in a completion: each,
-// given values of every JSON type, gets UnmarshalCompletion's verdict.
-func TestInspectCompletionChecksEveryField(t *testing.T) {
-	t.Parallel()
-	wrap := map[string][2]string{
-		"ChatCompletion": {`{`, `}`},
-		"Choice":         {`{"choices":[{`, `}]}`},
-		"ChatMessage":    {`{"choices":[{"message":{`, `}}]}`},
-		"ToolCall":       {`{"choices":[{"message":{"tool_calls":[{`, `}]}}]}`},
-		"FunctionCall":   {`{"choices":[{"message":{"tool_calls":[{"function":{`, `}}]}}]}`},
-		"Usage":          {`{"usage":{`, `}}`},
-	}
-	values := []string{`null`, `"s"`, `""`, `1`, `-1`, `1.5`, `1.0`, `99999999999`, `true`, `{}`, `[]`, `[{}]`, `[null]`, `[1]`, `{"a":1e400}`, `"\ud83d"`}
-	for _, m := range []proto.Message{&pb.ChatCompletion{}, &pb.Choice{}, &pb.ChatMessage{}, &pb.ToolCall{}, &pb.FunctionCall{}, &pb.Usage{}} {
-		md := m.ProtoReflect().Descriptor()
-		w := wrap[string(md.Name())]
-		require.NotEmpty(t, w[0], md.Name())
-		for i := range md.Fields().Len() {
-			name := string(md.Fields().Get(i).Name())
-			t.Run(string(md.Name())+"."+name, func(t *testing.T) {
-				for _, v := range append(values, `{"`+name+`":1}`) {
-					body := w[0] + `"` + name + `":` + v + w[1]
-					_, inspectErr := openaijson.InspectCompletion([]byte(body))
-					decodeErr := openaijson.UnmarshalCompletion([]byte(body), &pb.ChatCompletion{})
-					require.Equal(t, decodeErr == nil, inspectErr == nil, "%s: decode error %v, inspect error %v", body, decodeErr, inspectErr)
-				}
-			})
 		}
 	}
 }
