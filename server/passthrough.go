@@ -148,13 +148,12 @@ func retriable(method string, idempotencyKey bool) bool {
 // writeTimeout.
 func (s *passthroughService) copyBody(ctx context.Context, w http.ResponseWriter, body io.Reader) error {
 	rc := http.NewResponseController(w)
+	deadline := writeDeadline{timeout: s.writeTimeout}
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := body.Read(buf)
 		if n > 0 {
-			if s.writeTimeout > 0 {
-				_ = rc.SetWriteDeadline(time.Now().Add(s.writeTimeout))
-			}
+			deadline.before(rc)
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return werr
 			}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -39,8 +38,8 @@ func TestSSEWriteDeadlineIsMovedOncePerSixteenth(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := time.Unix(1000, 0)
 			rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
-			s := &sseStream{sink: &headerSink{}, w: rec, rc: http.NewResponseController(rec), timeout: timeout,
-				now: func() time.Time { return clock }}
+			s := newSSEStream(rec, &headerSink{}, timeout)
+			s.deadline.now = func() time.Time { return clock }
 			require.NoError(t, s.SendRaw([]byte(`{}`)))
 			for _, gap := range tc.gaps {
 				clock = clock.Add(gap)

@@ -33,7 +33,9 @@ const rawChunk = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":
 	`"delta":{"content":"Hello"},"logprobs":null,"finish_reason":null}]}`
 
 func newSSE(w *discard) *sseStream {
-	return &sseStream{ctx: context.Background(), timeout: time.Minute, sink: &headerSink{}, w: w, rc: http.NewResponseController(w)}
+	s := newSSEStream(w, &headerSink{}, time.Minute)
+	s.ctx = context.Background()
+	return s
 }
 
 // Each chunk is one event, framed as OpenAI frames it, and flushed unless the next
