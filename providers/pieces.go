@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"math"
@@ -29,12 +30,30 @@ func (p Pieces) Len() int64 {
 // sends it again). Its pieces may point into the lent buffer ref (the zero Ref
 // for none): the reader holds the buffer until it is closed and reads nothing
 // after that. It is false when the buffer was let go already.
+//
+// A body of at most SmallBody bytes is copied into one and read from a
+// bytes.Reader: net/http writes the headers of a request whose body it knows
+// to be in memory together with that body (one write call, where a body of
+// another type gets its headers flushed alone first, a second write call and
+// a second packet for the upstream to read).
 func (p Pieces) ReaderOf(ref bufpool.Ref) (io.ReadCloser, bool) {
 	if !ref.Hold() {
 		return nil, false
 	}
+	if n := p.Len(); n <= SmallBody {
+		b := make([]byte, 0, n)
+		for _, piece := range p {
+			b = append(b, piece...)
+		}
+		ref.Release()
+		return io.NopCloser(bytes.NewReader(b)), true
+	}
 	return &piecesReader{p: slices.Clone(p), ref: ref, held: true}, true // its own headers: reading moves them
 }
+
+// SmallBody is the largest body ReaderOf copies into one: with the request's
+// headers it fits net/http's 4 KiB write buffer, so both go in one write call.
+const SmallBody = 3 << 10
 
 // ErrBodyReleased is what a body read after it was closed gets.
 var ErrBodyReleased = errors.New("request body already closed")

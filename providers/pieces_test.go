@@ -3,6 +3,8 @@ package providers_test
 import (
 	"bytes"
 	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"testing/iotest"
 
@@ -50,7 +52,7 @@ func TestPiecesReader(t *testing.T) {
 // cannot be made once every holder let go.
 func TestPiecesReaderOfALentBuffer(t *testing.T) {
 	ref := bufpool.Get(bufpool.MinSize)
-	buf := append(ref.Buf(), `[{"role":"user","content":"hi"}]`...)
+	buf := append(ref.Buf(), `[{"role":"user","content":"`+strings.Repeat("hi ", providers.SmallBody)+`"}]`...)
 	p := providers.Pieces{[]byte(`{"messages":`), buf, []byte(`}`)}
 	rd, ok := p.ReaderOf(ref)
 	require.True(t, ok)
@@ -70,4 +72,54 @@ func TestPiecesReaderOfALentBuffer(t *testing.T) {
 	require.False(t, ref.Hold(), "held after the reader, the last holder, closed")
 	_, ok = p.ReaderOf(ref)
 	require.False(t, ok, "a reader made of a buffer let go")
+}
+
+// A small body is read from a copy, which net/http knows to be in memory: the
+// request's headers and body reach the upstream in one write, and the copy
+// does not hold a lent buffer the pieces pointed into.
+func TestPiecesReaderOfASmallBody(t *testing.T) {
+	ref := bufpool.Get(bufpool.MinSize)
+	buf := append(ref.Buf(), `[{"role":"user","content":"hi"}]`...)
+	p := providers.Pieces{[]byte(`{"messages":`), buf, []byte(`}`)}
+	rd, ok := p.ReaderOf(ref)
+	require.True(t, ok)
+	ref.Release()
+	require.False(t, ref.Hold(), "a copy holds no lent buffer")
+	got, err := io.ReadAll(rd)
+	require.NoError(t, err)
+	require.Equal(t, `{"messages":[{"role":"user","content":"hi"}]}`, string(got))
+
+	for _, tc := range []struct {
+		name   string
+		body   string
+		writes func(n int) bool
+	}{
+		{"small: one write", `{"a":1}`, func(n int) bool { return n == 1 }},
+		{"large: headers flushed first", `{"a":"` + strings.Repeat("x", providers.SmallBody) + `"}`, func(n int) bool { return n > 1 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := providers.Pieces{[]byte(tc.body[:3]), []byte(tc.body[3:])}
+			body, ok := p.ReaderOf(bufpool.Ref{})
+			require.True(t, ok)
+			req, err := http.NewRequest(http.MethodPost, "http://upstream.test/v1/chat/completions", body)
+			require.NoError(t, err)
+			req.ContentLength = p.Len()
+			var conn countingConn
+			require.NoError(t, req.Write(&conn))
+			require.True(t, tc.writes(conn.n), "%d writes", conn.n)
+			require.True(t, strings.HasSuffix(conn.buf.String(), "\r\n\r\n"+tc.body))
+		})
+	}
+}
+
+// countingConn counts the writes made to it (no WriteByte: net/http buffers
+// its writes to it as it does to a connection).
+type countingConn struct {
+	n   int
+	buf bytes.Buffer
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	c.n++
+	return c.buf.Write(b)
 }
