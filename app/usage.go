@@ -39,7 +39,8 @@ func openLedger(ctx context.Context, cfg *config.Config, log *slog.Logger, m *me
 		st.Close()
 		return nil, fmt.Errorf("usage store: reading the running spend: %w", err)
 	}
-	w := usage.NewWriter(usage.WriterConfig{Store: st, Log: log, Metrics: usage.NewMetrics(m.Registry()),
+	um := usage.NewMetrics(m.Registry())
+	w := usage.NewWriter(usage.WriterConfig{Store: st, Log: log, Metrics: um,
 		QueueSize: cfg.Usage.QueueSize, BatchSize: cfg.Usage.BatchSize, FlushInterval: cfg.Usage.FlushInterval})
 	where := cfg.Usage.Store
 	switch cfg.Usage.Store {
@@ -48,8 +49,11 @@ func openLedger(ctx context.Context, cfg *config.Config, log *slog.Logger, m *me
 	case usage.StorePostgres:
 		where = "postgres"
 	}
-	log.Info("usage ledger", "store", where, "priced_models", len(prices), "schema_version", usage.SchemaVersion())
-	return usage.NewLedger(prices, w, spend, st), nil
+	log.Info("usage ledger", "store", where, "priced_models", len(prices), "schema_version", usage.SchemaVersion(),
+		"retention", cfg.Usage.Retention)
+	l := usage.NewLedger(prices, w, spend, st)
+	l.StartPruning(usage.PrunerConfig{Retention: cfg.Usage.Retention, Log: log, Metrics: um})
+	return l, nil
 }
 
 // pricesOf is pricing_file's prices with pricing's own entries on top.

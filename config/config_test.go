@@ -154,3 +154,35 @@ func TestBadEnvironmentValuesFailLoading(t *testing.T) {
 		require.ErrorContains(t, err, want)
 	}
 }
+
+// usage.retention is 0 (keep every record) or at least 31 days: a monthly
+// budget's spend is read back from the records at start.
+func TestUsageRetention(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, value string
+		want        time.Duration
+		err         string
+	}{
+		{"unset keeps every record", "", 0, ""},
+		{"31 days", "744h", 744 * time.Hour, ""},
+		{"90 days", "2160h", 2160 * time.Hour, ""},
+		{"a week is shorter than a month", "168h", 0, "usage.retention (line 3): must be 0 (keep every record) or at least 744h0m0s"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			text := "usage:\n  store: sqlite\n"
+			if tc.value != "" {
+				text += "  retention: " + tc.value + "\n"
+			}
+			cfg, err := config.Load(writeFile(t, text), envOf(nil))
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, cfg.Usage.Retention)
+		})
+	}
+}

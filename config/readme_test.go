@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -52,6 +53,7 @@ func TestReadmeSettingsTableMatchesCode(t *testing.T) {
 		"usage.queue_size":                               fmt.Sprint(config.DefaultUsageQueueSize),
 		"usage.batch_size":                               fmt.Sprint(config.DefaultUsageBatchSize),
 		"usage.flush_interval":                           config.DefaultUsageFlushInterval.String(),
+		"usage.retention":                                time.Duration(0).String(),
 		"pricing":                                        "",
 		"pricing_file":                                   "",
 		"providers.*.connect_timeout":                    config.DefaultConnectTimeout.String(),

@@ -22,6 +22,10 @@ type Usage struct {
 	BatchSize int `yaml:"batch_size"`
 	// FlushInterval is the longest a record waits for its batch to fill.
 	FlushInterval time.Duration `yaml:"flush_interval"`
+	// Retention is how long records are kept: older ones are deleted hourly (0
+	// keeps every record). At least MinUsageRetention, so that a monthly budget's
+	// spend, read from the store at start, is still there.
+	Retention time.Duration `yaml:"retention"`
 }
 
 // Price is one model's price in USD per million tokens.
@@ -42,6 +46,8 @@ const (
 	DefaultUsageQueueSize     = 10000
 	DefaultUsageBatchSize     = 500
 	DefaultUsageFlushInterval = 200 * time.Millisecond
+	// MinUsageRetention is the shortest usage.retention: the longest month.
+	MinUsageRetention = 31 * 24 * time.Hour
 )
 
 func applyUsageDefaults(u *Usage) {
@@ -80,6 +86,10 @@ func validateUsage(c *Config, add addFunc) {
 		add("usage.batch_size", "must not be negative; got %d", u.BatchSize)
 	}
 	nonNegative("usage.flush_interval", u.FlushInterval, add)
+	if u.Retention != 0 && u.Retention < MinUsageRetention {
+		add("usage.retention", "must be 0 (keep every record) or at least %s (31 days: a monthly budget's spend is read from the records at start); got %s",
+			MinUsageRetention, u.Retention)
+	}
 	for name, p := range c.Pricing {
 		path := "pricing." + name
 		if strings.TrimSpace(name) == "" {

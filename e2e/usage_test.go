@@ -232,3 +232,24 @@ func TestStreamUsageDetailsReachTheLedger(t *testing.T) {
 	require.EqualValues(t, "5", r["reasoning_tokens"])
 	require.NotEqual(t, true, r["tokens_estimated"])
 }
+
+// TestUsageRetention: with usage.retention set, a gateway deletes the records
+// older than it from its store, at start (and hourly), and keeps the rest.
+func TestUsageRetention(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st, err := usage.OpenSQLite(context.Background(), filepath.Join(dir, usage.FileName))
+	require.NoError(t, err)
+	now := time.Now()
+	require.NoError(t, st.Write(context.Background(), []usage.Record{
+		{Time: now.Add(-40 * 24 * time.Hour), RequestID: "old", Surface: usage.SurfaceREST, Endpoint: usage.EndpointChat, KeyID: "k", Model: "m", Status: 200},
+		{Time: now.Add(-10 * 24 * time.Hour), RequestID: "recent", Surface: usage.SurfaceREST, Endpoint: usage.EndpointChat, KeyID: "k", Model: "m", Status: 200},
+	}))
+	require.NoError(t, st.Close())
+
+	g := start(t, keysYAML+"  data_dir: "+dir+"\n", withYAML(usageYAML+"usage:\n  retention: 744h\n"))
+	require.Eventually(t, func() bool {
+		recs, _ := getAdmin(t, g, "/admin/v1/requests?page_size=1000&since=2160h")["records"].([]any)
+		return len(recs) == 1 && recs[0].(map[string]any)["request_id"] == "recent"
+	}, 10*time.Second, 20*time.Millisecond, "the 40-day-old record is pruned, the 10-day-old one kept")
+}

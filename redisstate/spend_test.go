@@ -79,18 +79,10 @@ func TestUsageSpendSeedsSharedTotalsOnce(t *testing.T) {
 	require.InDelta(t, 2, spent, 1e-9)
 }
 
-// fixedStore is a usage store whose only answer is its spend per key.
+// fixedStore is a spend source whose answer is its spend per key.
 type fixedStore map[string]float64
 
-func (f fixedStore) Write(context.Context, []usage.Record) error { return nil }
-func (f fixedStore) Query(context.Context, usage.Query) ([]usage.Group, error) {
-	return nil, nil
-}
-func (f fixedStore) List(context.Context, usage.ListFilter) (usage.Page, error) {
-	return usage.Page{}, nil
-}
 func (f fixedStore) SpendSince(context.Context, time.Time) (map[string]float64, error) { return f, nil }
-func (f fixedStore) Close() error                                                      { return nil }
 
 // While a push is under way, the replica still counts what it sends: a budget
 // check then never reads less than what was spent.

@@ -13,6 +13,7 @@ type Ledger struct {
 	writer *Writer
 	spend  *Spend
 	store  Store
+	pruner *Pruner // nil: every record is kept
 }
 
 // NewLedger joins a price table, a writer, the running spend (nil: none) and the
@@ -89,11 +90,21 @@ func (l *Ledger) Spend() *Spend {
 // Writer is the ledger's writer.
 func (l *Ledger) Writer() *Writer { return l.writer }
 
-// Close drains the queue into the store within ctx, then closes the store.
+// StartPruning keeps the store to cfg.Retention (see Pruner; cfg.Store is the
+// ledger's). Call it once, before serving.
+func (l *Ledger) StartPruning(cfg PrunerConfig) {
+	cfg.Store = l.store
+	l.pruner = NewPruner(cfg)
+	l.pruner.Start()
+}
+
+// Close stops pruning, drains the queue into the store within ctx, then closes
+// the store.
 func (l *Ledger) Close(ctx context.Context) error {
 	if l == nil {
 		return nil
 	}
+	l.pruner.Close()
 	err := l.writer.Close(ctx)
 	if cerr := l.store.Close(); err == nil {
 		err = cerr

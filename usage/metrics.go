@@ -12,11 +12,13 @@ type Metrics struct {
 	writtenTotal *prometheus.CounterVec
 	droppedTotal *prometheus.CounterVec
 	batchSeconds *prometheus.HistogramVec
+	prunedTotal  prometheus.Counter
 }
 
 // NewMetrics registers the ledger's collectors on reg:
 // switchyard_usage_records_written_total, switchyard_usage_records_dropped_total{reason}
-// (queue_full, store_error, shutdown_deadline) and switchyard_usage_store_write_seconds{result}.
+// (queue_full, store_error, shutdown_deadline), switchyard_usage_store_write_seconds{result}
+// and switchyard_usage_records_pruned_total (deleted past usage.retention).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		writtenTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchyard_usage_records_written_total",
@@ -27,8 +29,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		batchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "switchyard_usage_store_write_seconds",
 			Help: "Usage store batch writes, by result (ok, error).", Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)},
 			[]string{"result"}),
+		prunedTotal: prometheus.NewCounter(prometheus.CounterOpts{Name: "switchyard_usage_records_pruned_total",
+			Help: "Usage records deleted because they were older than usage.retention."}),
 	}
-	reg.MustRegister(m.writtenTotal, m.droppedTotal, m.batchSeconds)
+	reg.MustRegister(m.writtenTotal, m.droppedTotal, m.batchSeconds, m.prunedTotal)
 	for _, r := range []string{DropQueueFull, DropStoreError, DropShutdown} {
 		m.droppedTotal.WithLabelValues(r)
 	}
@@ -39,6 +43,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 func (m *Metrics) written(n int) {
 	if m != nil {
 		m.writtenTotal.WithLabelValues().Add(float64(n))
+	}
+}
+
+func (m *Metrics) pruned(n int64) {
+	if m != nil {
+		m.prunedTotal.Add(float64(n))
 	}
 }
 

@@ -39,6 +39,7 @@ func planCases(s *sqlStore) map[string]func() (string, []any) {
 	}
 	out["list: newest, no filter"] = func() (string, []any) { q, args, _ := s.listSQL(ListFilter{}, 50); return q, args }
 	out["spend since"] = func() (string, []any) { return s.d.rebind(spendSQL), []any{day.From.UnixMicro()} }
+	out["prune"] = func() (string, []any) { return s.d.rebind(pruneSQL), []any{day.From.UnixMicro(), 1000} }
 	return out
 }
 

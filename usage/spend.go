@@ -85,9 +85,14 @@ func (s *Spend) Over(key string, usd float64, period string) (over bool, spent f
 	return spent >= usd, spent, resets
 }
 
+// SpendSource is what Seed reads: the spend per key since a time (a Store).
+type SpendSource interface {
+	SpendSince(ctx context.Context, t time.Time) (map[string]float64, error)
+}
+
 // Seed loads the current day's and month's spend per key from the store (once,
 // at start, before serving).
-func (s *Spend) Seed(ctx context.Context, st Store) error {
+func (s *Spend) Seed(ctx context.Context, st SpendSource) error {
 	now := s.now()
 	for _, p := range []string{PeriodDay, PeriodMonth} {
 		start := PeriodStart(p, now)

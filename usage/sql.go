@@ -422,6 +422,19 @@ func (s *sqlStore) SpendSince(ctx context.Context, t time.Time) (map[string]floa
 	return out, rows.Err()
 }
 
+// pruneSQL deletes a batch of the oldest records before a time, found on the
+// time-led index (TestQueriesUseIndexes), so that a large backlog is deleted a
+// batch at a time, each a short transaction, instead of in one long one.
+const pruneSQL = `DELETE FROM usage_requests WHERE id IN (SELECT id FROM usage_requests WHERE ts < ? ORDER BY ts LIMIT ?)`
+
+func (s *sqlStore) Prune(ctx context.Context, before time.Time, limit int) (int64, error) {
+	res, err := s.db.ExecContext(ctx, s.d.rebind(pruneSQL), before.UnixMicro(), limit)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
 func (s *sqlStore) Close() error {
 	if s.closed.Swap(true) {
 		return nil

@@ -33,6 +33,9 @@ type Store interface {
 	List(ctx context.Context, f ListFilter) (Page, error)
 	// SpendSince sums the known cost per key of records since t (budgets' seed).
 	SpendSince(ctx context.Context, t time.Time) (map[string]float64, error)
+	// Prune deletes up to limit of the oldest records from before t (the
+	// retention) and says how many it deleted.
+	Prune(ctx context.Context, before time.Time, limit int) (int64, error)
 	// Close releases the store.
 	Close() error
 }
@@ -143,4 +146,5 @@ func (None) List(context.Context, ListFilter) (Page, error) { return Page{}, Err
 func (None) SpendSince(context.Context, time.Time) (map[string]float64, error) {
 	return map[string]float64{}, nil
 }
-func (None) Close() error { return nil }
+func (None) Prune(context.Context, time.Time, int) (int64, error) { return 0, nil }
+func (None) Close() error                                         { return nil }

@@ -166,6 +166,20 @@ func TestStores(t *testing.T) {
 				require.EqualValues(t, 1, gs[0].Errors)
 				require.EqualValues(t, 1, gs[0].Unpriced, "only the request an upstream answered without a price")
 			})
+			t.Run("prune deletes the oldest records before a time, a batch at a time", func(t *testing.T) { // last: it deletes
+				before := t0.Add(time.Hour) // four of the sample's five records
+				for _, want := range []int64{2, 2, 0} {
+					n, err := s.Prune(ctx, before, 2)
+					require.NoError(t, err)
+					require.Equal(t, want, n)
+				}
+				p, err := s.List(ctx, usage.ListFilter{PageSize: 100})
+				require.NoError(t, err)
+				for _, r := range p.Records {
+					require.False(t, r.Time.Before(before), "left a record from before the retention: %v", r.Time)
+				}
+				require.Len(t, p.Records, 3, "the sample's last record and the two of the month after")
+			})
 		})
 	}
 }

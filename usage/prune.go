@@ -1,0 +1,104 @@
+package usage
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// PruneBatch is the most records one prune statement deletes: a backlog goes a
+// batch at a time, each a short transaction beside the writer's.
+const PruneBatch = 10_000
+
+// Pruner keeps a store to its retention: at start and every Interval it
+// deletes the records older than Retention, a batch at a time.
+type Pruner struct {
+	cfg  PrunerConfig
+	stop chan struct{}
+	done chan struct{}
+}
+
+// PrunerConfig configures a Pruner.
+type PrunerConfig struct {
+	Store     Store
+	Retention time.Duration
+	// Interval is how often it prunes (hourly when zero).
+	Interval time.Duration
+	Log      *slog.Logger
+	Metrics  *Metrics
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// NewPruner is a pruner of cfg; nil (nothing to do) when Retention is 0
+// (keep every record). Start runs it in the background; Once prunes now.
+func NewPruner(cfg PrunerConfig) *Pruner {
+	if cfg.Retention <= 0 {
+		return nil
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Hour
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Pruner{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Start prunes at once and then every Interval, until Close.
+func (p *Pruner) Start() {
+	if p != nil {
+		go p.run()
+	}
+}
+
+func (p *Pruner) run() {
+	defer close(p.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-p.stop; cancel() }()
+	t := time.NewTicker(p.cfg.Interval)
+	defer t.Stop()
+	for {
+		if _, err := p.Once(ctx); err != nil && ctx.Err() == nil {
+			p.cfg.Log.Warn("usage ledger: pruning records past usage.retention failed; trying again later",
+				"retention", p.cfg.Retention, "err", err)
+		}
+		select {
+		case <-t.C:
+		case <-p.stop:
+			return
+		}
+	}
+}
+
+// Once deletes every record older than the retention now, a batch at a time,
+// and says how many it deleted.
+func (p *Pruner) Once(ctx context.Context) (int64, error) {
+	before := p.cfg.Now().Add(-p.cfg.Retention)
+	var total int64
+	for {
+		n, err := p.cfg.Store.Prune(ctx, before, PruneBatch)
+		total += n
+		p.cfg.Metrics.pruned(n)
+		if err != nil || n < PruneBatch {
+			if total > 0 {
+				p.cfg.Log.Info("usage ledger: pruned records past usage.retention", "records", total, "before", before)
+			}
+			return total, err
+		}
+	}
+}
+
+// Close stops pruning (a prune under way is cancelled) and waits for it.
+// Call it once, after Start.
+func (p *Pruner) Close() {
+	if p == nil {
+		return
+	}
+	close(p.stop)
+	<-p.done
+}
