@@ -251,6 +251,14 @@ func TestRESTAnswerIsRelayedWhenComplete(t *testing.T) {
 		{"no usage", `{"id":"c1","object":"chat.completion","created":7,"model":"up-model",` + msg + `}`, false, nil},
 		{"no role", `{"id":"c1","object":"chat.completion","created":7,"model":"up-model",` +
 			`"choices":[{"index":0,"message":{"content":"hi"},"finish_reason":"stop"}],` + usage + `}`, false, nil},
+		{"spaced, complete", `{"id": "c1", "object": "chat.completion", "created": 7, "model": "up-model", ` + msg + `, ` + usage + `}`, true, nil},
+		{"spaced, empty object", `{"id": "c1", "object": "", "created": 7, "model": "up-model", ` + msg + `, ` + usage + `}`, false,
+			map[string]any{"object": "chat.completion"}},
+		{"no id", `{"object":"chat.completion","created":7,"model":"up-model",` + msg + `,` + usage + `}`, false, nil},
+		{"invalid UTF-8", `{"id":"c1","object":"chat.completion","created":7,"model":"up-model",` +
+			"\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"h\xffi\"},\"finish_reason\":\"stop\"}]," + usage + `}`, false, nil},
+		{"a key twice", `{"id":"c1","object":"chat.completion","created":7,"model":"up-model","model":"other",` + msg + `,` + usage + `}`, false,
+			map[string]any{"model": "other"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -282,7 +290,9 @@ func TestRESTAnswerIsRelayedWhenComplete(t *testing.T) {
 			out, err := pb.NewChatServiceClient(g.conn).CreateChatCompletion(context.Background(), &pb.ChatCompletionRequest{
 				Model: "up/gpt-4o", Messages: []*pb.ChatMessage{{Role: "user", Content: structpb.NewStringValue("hi")}}})
 			require.NoError(t, err)
-			require.Equal(t, "c1", out.GetId())
+			if strings.Contains(tc.body, `"c1"`) {
+				require.Equal(t, "c1", out.GetId())
+			}
 			require.NotEmpty(t, out.GetChoices()[0].GetMessage().GetContent().GetStringValue(), "gRPC gets the whole answer")
 		})
 	}

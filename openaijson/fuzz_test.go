@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -25,6 +26,7 @@ func seeds(f *testing.F) {
 		`{"error":{"message":"x","code":429}}`, `{"a":1e400}`, `{"seed":-9007199254740993}`, `{"n":1.0}`, `[`, `{"a":"\`,
 		`{"model":"\ud83d\u0041","x":"\ude00\ud83d\ude00"}`, "{\"model\":\"\xff\xfe\"}", `{"extra":{"a":1}}`,
 		head + `"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`,
+		head + `"choices":[{"index": 0, "delta": {}, "finish_reason": ""}]}`, // spaced, as json.dumps writes: "" is no finish
 		head + `"choices":[],"usage":{"prompt_tokens":17,"completion_tokens":4,"total_tokens":21}}`,
 		head + `"created":true,"choices":[]}`, head + `"choices":[{"index":0,"delta":5}]}`,
 		head + `"choices":[{"index":1.5,"delta":{}}]}`, head + `"choices":[{"index":1.0,"delta":{},"finish_reason":"stop"}]}`,
@@ -283,6 +285,12 @@ func FuzzInspectCompletion(f *testing.F) {
 		full + `"choices":[{"message":{"role":"","content":null}}]}`, full + `"choices":[{"message":null}]}`,
 		full + `"created":0,"choices":[{"message":{"role":"a"}}]}`, full + `"object":"","choices":[{"message":{"role":"a"}}]}`,
 		full + `"choices":[{"message":{"role":"a","tool_calls":[{"id":"t","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}`,
+		// as Python's json.dumps writes it: a space after each colon and comma
+		`{"id": "c", "object": "", "created": 1, "model": "m", "usage": {}, "choices": [{"index": 0, "message": {"role": ""}}]}`,
+		`{"id": "c", "object": "chat.completion", "created": 1, "model": "m", "usage": {}, "choices": [{"index": 0, "message": {"role": "assistant"}}]}`,
+		full + `"choices":[{"index":0,"message":{"role":"a","content":"h` + "\xff" + `i"}}]}`,
+		full + `"choices":[{"index":0,"message":{"role":"a","content":"\ud800"}}]}`,
+		full + `"choices":[{"index":0,"message":{"role":"a","content":"x","content":"y"}}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -305,13 +313,78 @@ func FuzzInspectCompletion(f *testing.F) {
 			_, null := e.GetKind().(*structpb.Value_NullValue)
 			want.Error = !null
 		}
-		_, isList := oracle(t, data).(map[string]any)["choices"].([]any)
-		want.Complete = c.Object != "" && c.Model != "" && c.Created != 0 && c.Usage != nil && isList
-		for _, ch := range c.GetChoices() {
-			want.Complete = want.Complete && ch.GetMessage().GetRole() != ""
+		top := oracle(t, data).(map[string]any)
+		_, id := top["id"].(string)
+		choices, isList := top["choices"].([]any)
+		want.Complete = id && c.Object != "" && c.Model != "" && c.Created != 0 && c.Usage != nil && isList
+		for i, ch := range c.GetChoices() {
+			want.Complete = want.Complete && ch.GetMessage().GetRole() != "" && choices[i].(map[string]any)["index"] != nil
 		}
+		// Complete also needs text that decodes to itself: where the structure
+		// is complete and it is not, there must be something decoding mends.
+		if want.Complete && !info.Complete && !mayMend(data) {
+			t.Fatalf("InspectCompletion calls complete bytes incomplete, with nothing to mend: %q", data)
+		}
+		if info.Complete && (!utf8.Valid(data) || keyTrouble(data)) {
+			t.Fatalf("InspectCompletion calls bytes complete that decoding would change: %q", data)
+		}
+		want.Complete = info.Complete && want.Complete
 		if info != want {
 			t.Fatalf("InspectCompletion says %+v, the decoded completion %+v, for %q", info, want, data)
 		}
 	})
+}
+
+// mayMend reports whether valid JSON might hold something decoding changes:
+// invalid UTF-8, a \u escape of a surrogate, or trouble with an object's keys.
+func mayMend(data []byte) bool {
+	return !utf8.Valid(data) || bytes.Contains(bytes.ToLower(data), []byte(`\ud`)) || keyTrouble(data)
+}
+
+// keyTrouble reports an object of valid JSON with a key given twice, a
+// non-ASCII key, or more than 16 keys.
+func keyTrouble(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		object bool
+		keys   map[string]bool
+		key    bool // the next string token is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if k, ok := tok.(string); ok && top != nil && top.object && top.key {
+			for i := 0; i < len(k); i++ {
+				if k[i] >= utf8.RuneSelf {
+					return true
+				}
+			}
+			if top.keys[k] || len(top.keys) == 16 {
+				return true
+			}
+			top.keys[k], top.key = true, false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, keys: map[string]bool{}, key: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		// a value ended: in an object, a key comes next
+		if len(stack) > 0 && stack[len(stack)-1].object {
+			stack[len(stack)-1].key = true
+		}
+	}
 }

@@ -59,9 +59,11 @@ type CompletionInfo struct {
 	// ID and Model are its id and model ("" when absent or null).
 	ID, Model string
 	// Complete is set when it has every member a decoded completion would
-	// otherwise get filled in (a non-empty object and model, a non-zero created,
-	// a usage object, and in each choice a message with a non-empty role), so
-	// that its bytes say what the decoded and completed message would.
+	// otherwise get filled in or written with its zero value (an id, a non-empty
+	// object and model, a non-zero created, a usage object, and in each choice
+	// an index and a message with a non-empty role) and its text decodes to
+	// itself (faithful), so that its bytes say what the decoded and completed
+	// message would.
 	Complete bool
 }
 
@@ -75,6 +77,9 @@ func InspectCompletion(data []byte) (CompletionInfo, error) {
 	info, at, err := inspect(data, true)
 	if err != nil {
 		return CompletionInfo{}, err
+	}
+	if info.Complete && !faithful(data) {
+		info.Complete = false
 	}
 	return CompletionInfo{ID: at.id.in(data), Model: at.model.in(data), Error: info.Error, Choices: info.Choices, Usage: info.Usage,
 		PromptTokens: info.PromptTokens, CompletionTokens: info.CompletionTokens, TotalTokens: info.TotalTokens,
@@ -140,8 +145,8 @@ func inspect(data []byte, completion bool) (ChunkInfo, texts, error) {
 			return s.checkList(func() error {
 				nChoices++
 				if completion {
-					role, err := s.inspectCompletionChoice()
-					filled = filled && role
+					role, hasIndex, err := s.inspectCompletionChoice()
+					filled, indexes = filled && role, indexes && hasIndex
 					return err
 				}
 				hasIndex, index, finished, err := s.inspectChoice()
@@ -161,7 +166,7 @@ func inspect(data []byte, completion bool) (ChunkInfo, texts, error) {
 	info.UsageOnly = info.Usage && nChoices == 0
 	info.Choices = nChoices
 	if completion {
-		info.Complete = object && created && model && choices && filled && info.Usage
+		info.Complete = id && object && created && model && choices && indexes && filled && info.Usage
 	} else {
 		info.Complete = id && object && created && model && choices && indexes
 	}
@@ -193,9 +198,21 @@ func (sp span) in(data []byte) string {
 	return v
 }
 
+// faithful reports whether data (valid JSON) decodes to exactly its own text:
+// no invalid UTF-8 or lone surrogate escape that decoding would turn into
+// U+FFFD, no key given twice in an object (decoding keeps the last; a client
+// of the bytes might keep the first), no non-ASCII key, no object of more keys
+// than rawCheck compares. Bytes that are not are decoded, not relayed.
+func faithful(data []byte) bool {
+	s := scanner{data: data}
+	var c rawCheck
+	return s.countValue(&c) == nil && !c.mend
+}
+
 // checkStrSet checks a string field and says whether it is set: a string, and
 // with nonEmpty not "" either.
 func (s *scanner) checkStrSet(nonEmpty bool) (bool, error) {
+	s.ws()
 	start := s.pos
 	isStr := s.peek() == '"'
 	if err := s.checkStr(); err != nil {
@@ -205,11 +222,12 @@ func (s *scanner) checkStrSet(nonEmpty bool) (bool, error) {
 }
 
 // inspectCompletionChoice checks a chat.completion's choice, noting whether it
-// has a message with a non-empty role.
-func (s *scanner) inspectCompletionChoice() (role bool, err error) {
+// has a message with a non-empty role, and its index.
+func (s *scanner) inspectCompletionChoice() (role, hasIndex bool, err error) {
 	err = s.object(func(k []byte) error {
 		switch string(k) {
 		case "index":
+			hasIndex = s.peek() != 'n'
 			_, err := s.checkInt(protoreflect.Int32Kind)
 			return err
 		case "message":
@@ -229,7 +247,7 @@ func (s *scanner) inspectCompletionChoice() (role bool, err error) {
 		}
 		return s.checkValue()
 	})
-	return role, err
+	return role, hasIndex, err
 }
 
 // checkMessage checks a member of a ChatMessage other than role.
@@ -326,6 +344,7 @@ func (s *scanner) inspectChoice() (hasIndex bool, index int64, finished bool, er
 		case "delta":
 			return s.checkObject(s.checkDelta)
 		case "finish_reason":
+			s.ws()
 			start := s.pos
 			if s.peek() != '"' {
 				finished = false

@@ -3,6 +3,7 @@ package usage
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 )
 
@@ -13,9 +14,11 @@ const PruneBatch = 10_000
 // Pruner keeps a store to its retention: at start and every Interval it
 // deletes the records older than Retention, a batch at a time.
 type Pruner struct {
-	cfg  PrunerConfig
-	stop chan struct{}
-	done chan struct{}
+	cfg     PrunerConfig
+	start   sync.Once
+	stop    sync.Once
+	stopped chan struct{}
+	done    chan struct{} // closed when run ends, or by Close if it never started
 }
 
 // PrunerConfig configures a Pruner.
@@ -45,21 +48,29 @@ func NewPruner(cfg PrunerConfig) *Pruner {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Pruner{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
+	return &Pruner{cfg: cfg, stopped: make(chan struct{}), done: make(chan struct{})}
 }
 
-// Start prunes at once and then every Interval, until Close.
+// Start prunes at once and then every Interval, until Close (once; not after Close).
 func (p *Pruner) Start() {
-	if p != nil {
-		go p.run()
+	if p == nil {
+		return
 	}
+	p.start.Do(func() {
+		select {
+		case <-p.stopped:
+			close(p.done) // closed first: nothing to run, nothing to wait for
+		default:
+			go p.run()
+		}
+	})
 }
 
 func (p *Pruner) run() {
 	defer close(p.done)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { <-p.stop; cancel() }()
+	go func() { <-p.stopped; cancel() }()
 	t := time.NewTicker(p.cfg.Interval)
 	defer t.Stop()
 	for {
@@ -69,7 +80,7 @@ func (p *Pruner) run() {
 		}
 		select {
 		case <-t.C:
-		case <-p.stop:
+		case <-p.stopped:
 			return
 		}
 	}
@@ -93,12 +104,15 @@ func (p *Pruner) Once(ctx context.Context) (int64, error) {
 	}
 }
 
-// Close stops pruning (a prune under way is cancelled) and waits for it.
-// Call it once, after Start.
+// Close stops pruning (a prune under way is cancelled) and waits for it; safe
+// to call more than once, or without Start.
 func (p *Pruner) Close() {
 	if p == nil {
 		return
 	}
-	close(p.stop)
+	p.stop.Do(func() {
+		close(p.stopped)
+		p.start.Do(func() { close(p.done) }) // never started: nothing to wait for
+	})
 	<-p.done
 }

@@ -55,3 +55,20 @@ func TestPrunerKeepsTheRetention(t *testing.T) {
 	}
 	require.EqualValues(t, 2, pruned, "switchyard_usage_records_pruned_total")
 }
+
+// Close is safe without Start and twice; Start after Close does nothing.
+func TestPrunerCloses(t *testing.T) {
+	cfg := usage.PrunerConfig{Store: usage.None{}, Retention: 31 * 24 * time.Hour}
+	t.Run("never started", func(t *testing.T) {
+		p := usage.NewPruner(cfg)
+		p.Close()
+		p.Close()
+		p.Start()
+	})
+	t.Run("started", func(t *testing.T) {
+		p := usage.NewPruner(cfg)
+		p.Start()
+		p.Close()
+		p.Close()
+	})
+}
