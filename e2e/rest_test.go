@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -257,8 +258,8 @@ func TestRESTAnswerIsRelayedWhenComplete(t *testing.T) {
 		{"no id", `{"object":"chat.completion","created":7,"model":"up-model",` + msg + `,` + usage + `}`, false, nil},
 		{"invalid UTF-8", `{"id":"c1","object":"chat.completion","created":7,"model":"up-model",` +
 			"\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"h\xffi\"},\"finish_reason\":\"stop\"}]," + usage + `}`, false, nil},
-		{"a key twice", `{"id":"c1","object":"chat.completion","created":7,"model":"up-model","model":"other",` + msg + `,` + usage + `}`, false,
-			map[string]any{"model": "other"}},
+		{"a lone surrogate", `{"id":"c1","object":"chat.completion","created":7,"model":"up-model",` +
+			`"choices":[{"index":0,"message":{"role":"assistant","content":"\ud800"},"finish_reason":"stop"}],` + usage + `}`, false, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -296,4 +297,33 @@ func TestRESTAnswerIsRelayedWhenComplete(t *testing.T) {
 			require.NotEmpty(t, out.GetChoices()[0].GetMessage().GetContent().GetStringValue(), "gRPC gets the whole answer")
 		})
 	}
+}
+
+// A stream chunk whose text decoding would mend (invalid UTF-8) is not relayed
+// as the upstream sent it: REST callers get what gRPC callers get, U+FFFD, in
+// valid UTF-8; a chunk that needs nothing goes as it came.
+func TestRESTStreamChunkWithInvalidUTF8IsMended(t *testing.T) {
+	t.Parallel()
+	g := start(t, "")
+	head := `{"id":"c1","object":"chat.completion.chunk","created":7,"model":"up-model",`
+	plain := head + `"choices":[{"index":0,"delta":{"role":"assistant","content":"ok "},"finish_reason":null}]}`
+	g.up.Script(fakeupstream.Reply{Events: []string{
+		plain,
+		head + `"choices":[{"index":0,"delta":{"content":"h` + "\xff" + `i"},"finish_reason":null}]}`,
+		head + `"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+		"[DONE]",
+	}})
+	resp := post(t, g.base+"/chat/completions", chatBody+`,"stream":true}`)
+	require.Equal(t, 200, resp.StatusCode)
+	events := sseEvents(t, resp)
+	require.Len(t, events, 4)
+	require.Equal(t, plain, events[0], "a chunk that needs nothing goes as it came")
+	require.True(t, utf8.ValidString(events[1]), "%q", events[1])
+	var c struct {
+		Choices []struct {
+			Delta struct{ Content string } `json:"delta"`
+		} `json:"choices"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(events[1]), &c))
+	require.Equal(t, "h\uFFFDi", c.Choices[0].Delta.Content)
 }

@@ -1,7 +1,9 @@
 package openaijson
 
 import (
+	"bytes"
 	"strconv"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -29,7 +31,8 @@ type ChunkInfo struct {
 	PromptTokens, CompletionTokens, TotalTokens int
 	CachedTokens, ReasoningTokens               int
 	// Complete is set when the chunk has every member OpenAI always sends (id,
-	// object, created, model, choices[].index), so that it can be relayed as is.
+	// object, created, model, choices[].index) and its strings decode to
+	// themselves (faithful), so that it can be relayed as is.
 	Complete bool
 }
 
@@ -41,6 +44,9 @@ func InspectChunk(data []byte) (ChunkInfo, error) {
 	info, _, err := inspect(data, false)
 	if err != nil {
 		return ChunkInfo{}, failure(data, chunkError(data, err))
+	}
+	if info.Complete && !faithful(data) {
+		info.Complete = false
 	}
 	return info, nil
 }
@@ -61,9 +67,9 @@ type CompletionInfo struct {
 	// Complete is set when it has every member a decoded completion would
 	// otherwise get filled in or written with its zero value (an id, a non-empty
 	// object and model, a non-zero created, a usage object, and in each choice
-	// an index and a message with a non-empty role) and its text decodes to
-	// itself (faithful), so that its bytes say what the decoded and completed
-	// message would.
+	// an index and a message with a non-empty role) and its strings decode to
+	// themselves (faithful), so that its bytes say what the decoded and
+	// completed message would.
 	Complete bool
 }
 
@@ -198,15 +204,27 @@ func (sp span) in(data []byte) string {
 	return v
 }
 
-// faithful reports whether data (valid JSON) decodes to exactly its own text:
-// no invalid UTF-8 or lone surrogate escape that decoding would turn into
-// U+FFFD, no key given twice in an object (decoding keeps the last; a client
-// of the bytes might keep the first), no non-ASCII key, no object of more keys
-// than rawCheck compares. Bytes that are not are decoded, not relayed.
+// faithful reports whether the strings of data (JSON the inspection accepted)
+// decode to exactly their own text: valid UTF-8, and no lone surrogate escape,
+// which decoding turns into U+FFFD. (A key given twice is left as it came:
+// decoding keeps the last, as JSON readers do.) Every backslash in valid JSON
+// starts an escape, so the escapes are found without reading the strings.
 func faithful(data []byte) bool {
-	s := scanner{data: data}
-	var c rawCheck
-	return s.countValue(&c) == nil && !c.mend
+	if !utf8.Valid(data) {
+		return false
+	}
+	for i := bytes.IndexByte(data, '\\'); i >= 0; {
+		n, mend, ok := escapeAt(data, i)
+		if !ok || mend {
+			return false
+		}
+		j := bytes.IndexByte(data[i+n:], '\\')
+		if j < 0 {
+			break
+		}
+		i += n + j
+	}
+	return true
 }
 
 // checkStrSet checks a string field and says whether it is set: a string, and

@@ -112,6 +112,9 @@ func TestInspectChunk(t *testing.T) {
 		{head + `"choices":[{"delta":{}}]}`, openaijson.ChunkInfo{Choices: 1}},
 		{`{"choices":[{"index":0,"delta":{}}]}`, openaijson.ChunkInfo{Choices: 1}},
 		{`{"error":{"message":"x"}}`, openaijson.ChunkInfo{Error: true}},
+		{head + `"choices":[{"index":0,"delta":{"content":"h` + "\xff" + `i"}}]}`, openaijson.ChunkInfo{Choices: 1}}, // decoding mends it
+		{head + `"choices":[{"index":0,"delta":{"content":"\ud800"}}]}`, openaijson.ChunkInfo{Choices: 1}},
+		{head + `"choices":[{"index":0,"delta":{"content":"\ud83d\ude00 \\ud800 \u00e9"}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}}, // a pair, an escaped backslash, é
 	}
 	for _, c := range cases {
 		got, err := openaijson.InspectChunk([]byte(c.chunk))
