@@ -147,13 +147,7 @@ func FuzzInspectChunk(f *testing.F) {
 		for _, ch := range choices {
 			want.Complete = want.Complete && ch.(map[string]any)["index"] != nil
 		}
-		if want.Complete && !info.Complete && !mayMend(data) {
-			t.Fatalf("InspectChunk calls a complete chunk incomplete, with nothing to mend: %q", data)
-		}
-		if info.Complete && !utf8.Valid(data) {
-			t.Fatalf("InspectChunk calls a chunk complete that decoding would change: %q", data)
-		}
-		want.Complete = info.Complete && want.Complete
+		want.Complete = faithfulVerdict(t, "InspectChunk", data, want.Complete, info.Complete)
 		if info != want {
 			t.Fatalf("InspectChunk says %+v, the decoded chunk %+v, for %q", info, want, data)
 		}
@@ -327,19 +321,27 @@ func FuzzInspectCompletion(f *testing.F) {
 		for i, ch := range c.GetChoices() {
 			want.Complete = want.Complete && ch.GetMessage().GetRole() != "" && choices[i].(map[string]any)["index"] != nil
 		}
-		// Complete also needs text that decodes to itself: where the structure
-		// is complete and it is not, there must be something decoding mends.
-		if want.Complete && !info.Complete && !mayMend(data) {
-			t.Fatalf("InspectCompletion calls complete bytes incomplete, with nothing to mend: %q", data)
-		}
-		if info.Complete && !utf8.Valid(data) {
-			t.Fatalf("InspectCompletion calls bytes complete that decoding would change: %q", data)
-		}
-		want.Complete = info.Complete && want.Complete
+		want.Complete = faithfulVerdict(t, "InspectCompletion", data, want.Complete, info.Complete)
 		if info != want {
 			t.Fatalf("InspectCompletion says %+v, the decoded completion %+v, for %q", info, want, data)
 		}
 	})
+}
+
+// faithfulVerdict checks an inspector's Complete against the structure the
+// decoded message shows (structural): Complete also needs text that decodes to
+// itself, so where the structure is complete and the inspector says it is not,
+// there must be something decoding mends, and what it calls complete is valid
+// UTF-8. It returns the Complete to expect.
+func faithfulVerdict(t *testing.T, inspector string, data []byte, structural, complete bool) bool {
+	t.Helper()
+	if structural && !complete && !mayMend(data) {
+		t.Fatalf("%s calls complete bytes incomplete, with nothing to mend: %q", inspector, data)
+	}
+	if complete && !utf8.Valid(data) {
+		t.Fatalf("%s calls bytes complete that decoding would change: %q", inspector, data)
+	}
+	return structural && complete
 }
 
 // mayMend reports whether valid JSON might hold text decoding changes:
