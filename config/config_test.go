@@ -155,7 +155,7 @@ func TestBadEnvironmentValuesFailLoading(t *testing.T) {
 	}
 }
 
-// usage.retention is 0 (keep every record) or at least 31 days: a monthly
+// usage.retention is 0 (keep every record) or at least 32 days: a monthly
 // budget's spend is read back from the records at start.
 func TestUsageRetention(t *testing.T) {
 	t.Parallel()
@@ -165,9 +165,10 @@ func TestUsageRetention(t *testing.T) {
 		err         string
 	}{
 		{"unset keeps every record", "", 0, ""},
-		{"31 days", "744h", 744 * time.Hour, ""},
+		{"32 days", "768h", 768 * time.Hour, ""},
+		{"31 days leaves no margin", "744h", 0, "usage.retention (line 3): must be 0 (keep every record) or at least 768h0m0s"},
 		{"90 days", "2160h", 2160 * time.Hour, ""},
-		{"a week is shorter than a month", "168h", 0, "usage.retention (line 3): must be 0 (keep every record) or at least 744h0m0s"},
+		{"a week is shorter than a month", "168h", 0, "usage.retention (line 3): must be 0 (keep every record) or at least 768h0m0s"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -46,8 +46,9 @@ const (
 	DefaultUsageQueueSize     = 10000
 	DefaultUsageBatchSize     = 500
 	DefaultUsageFlushInterval = 200 * time.Millisecond
-	// MinUsageRetention is the shortest usage.retention: the longest month.
-	MinUsageRetention = 31 * 24 * time.Hour
+	// MinUsageRetention is the shortest usage.retention: the longest month and
+	// a day (replicas' clocks and the period's boundary may differ a little).
+	MinUsageRetention = 32 * 24 * time.Hour
 )
 
 func applyUsageDefaults(u *Usage) {
@@ -87,7 +88,7 @@ func validateUsage(c *Config, add addFunc) {
 	}
 	nonNegative("usage.flush_interval", u.FlushInterval, add)
 	if u.Retention != 0 && u.Retention < MinUsageRetention {
-		add("usage.retention", "must be 0 (keep every record) or at least %s (31 days: a monthly budget's spend is read from the records at start); got %s",
+		add("usage.retention", "must be 0 (keep every record) or at least %s (32 days: a monthly budget's spend is read from the records at start); got %s",
 			MinUsageRetention, u.Retention)
 	}
 	for name, p := range c.Pricing {

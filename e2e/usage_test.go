@@ -247,7 +247,7 @@ func TestUsageRetention(t *testing.T) {
 	}))
 	require.NoError(t, st.Close())
 
-	g := start(t, keysYAML+"  data_dir: "+dir+"\n", withYAML(usageYAML+"usage:\n  retention: 744h\n"))
+	g := start(t, keysYAML+"  data_dir: "+dir+"\n", withYAML(usageYAML+"usage:\n  retention: 768h\n"))
 	require.Eventually(t, func() bool {
 		recs, _ := getAdmin(t, g, "/admin/v1/requests?page_size=1000&since=2160h")["records"].([]any)
 		return len(recs) == 1 && recs[0].(map[string]any)["request_id"] == "recent"

@@ -22,7 +22,7 @@ func TestPrunerKeepsTheRetention(t *testing.T) {
 	defer st.Close()
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	var recs []usage.Record
-	for i, age := range []time.Duration{40 * 24 * time.Hour, 32 * 24 * time.Hour, 30 * 24 * time.Hour, time.Hour} {
+	for i, age := range []time.Duration{40 * 24 * time.Hour, 33 * 24 * time.Hour, 30 * 24 * time.Hour, time.Hour} {
 		recs = append(recs, usage.Record{Time: now.Add(-age), RequestID: string(rune('a' + i)), Surface: usage.SurfaceREST,
 			Endpoint: usage.EndpointChat, KeyID: "k", Model: "m", Status: 200})
 	}
@@ -30,11 +30,11 @@ func TestPrunerKeepsTheRetention(t *testing.T) {
 
 	reg := prometheus.NewRegistry()
 	m := usage.NewMetrics(reg)
-	p := usage.NewPruner(usage.PrunerConfig{Store: st, Retention: 31 * 24 * time.Hour, Metrics: m,
+	p := usage.NewPruner(usage.PrunerConfig{Store: st, Retention: 32 * 24 * time.Hour, Metrics: m,
 		Now: func() time.Time { return now }})
 	n, err := p.Once(context.Background())
 	require.NoError(t, err)
-	require.EqualValues(t, 2, n, "the two records older than 31 days")
+	require.EqualValues(t, 2, n, "the two records older than 32 days")
 	n, err = p.Once(context.Background())
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing left to prune")
@@ -44,7 +44,7 @@ func TestPrunerKeepsTheRetention(t *testing.T) {
 	for _, r := range page.Records {
 		left = append(left, r.RequestID)
 	}
-	require.ElementsMatch(t, []string{"c", "d"}, left, "the records within 31 days")
+	require.ElementsMatch(t, []string{"c", "d"}, left, "the records within 32 days")
 	families, err := reg.Gather()
 	require.NoError(t, err)
 	pruned := -1.0
@@ -58,7 +58,7 @@ func TestPrunerKeepsTheRetention(t *testing.T) {
 
 // Close is safe without Start and twice; Start after Close does nothing.
 func TestPrunerCloses(t *testing.T) {
-	cfg := usage.PrunerConfig{Store: usage.None{}, Retention: 31 * 24 * time.Hour}
+	cfg := usage.PrunerConfig{Store: usage.None{}, Retention: 32 * 24 * time.Hour}
 	t.Run("never started", func(t *testing.T) {
 		p := usage.NewPruner(cfg)
 		p.Close()
