@@ -104,9 +104,8 @@ func chunkError(data []byte, err error) error {
 // inspect walks a chunk as UnmarshalChunk decodes it (or, with completion, a
 // chat.completion as UnmarshalCompletion does): every member of
 // ChatCompletionChunk, ChunkChoice, ChatDelta, ToolCall, FunctionCall and Usage
-// (ChatCompletion, Choice, ChatMessage) by name (TestInspectChunkChecksEveryField
-// and TestInspectCompletionChecksEveryField hold the names to the protos), any
-// other kept as a Value. Complete follows the kind's own rule (see the Infos).
+// (ChatCompletion, Choice, ChatMessage) by name (TestInspectorsCheckEveryField
+// holds the names to the protos), any other kept as a Value. Complete follows the kind's own rule (see the Infos).
 func inspect(data []byte, completion bool) (ChunkInfo, texts, error) {
 	var info ChunkInfo
 	var at texts
@@ -120,8 +119,9 @@ func inspect(data []byte, completion bool) (ChunkInfo, texts, error) {
 	err := s.object(func(key []byte) error {
 		switch string(key) { // a member given twice counts the last time, as in decoding
 		case "id":
-			id = s.peek() == '"'
-			return at.id.check(&s)
+			err := at.id.check(&s)
+			id = at.id.set(s.data, false)
+			return err
 		case "object":
 			var err error
 			object, err = s.checkStrSet(completion)
@@ -132,11 +132,8 @@ func inspect(data []byte, completion bool) (ChunkInfo, texts, error) {
 			created = !isNull && (!completion || n != 0)
 			return err
 		case "model":
-			s.ws()
-			start := s.pos
-			var err error
-			model, err = s.checkStrSet(completion)
-			at.model = span{start, s.pos}
+			err := at.model.check(&s)
+			model = at.model.set(s.data, completion)
 			return err
 		case "system_fingerprint", "service_tier":
 			return s.checkStr()
@@ -194,6 +191,12 @@ func (sp *span) check(s *scanner) error {
 	return err
 }
 
+// set reports whether the span is a string, and with nonEmpty not "" either
+// (only "" decodes to "").
+func (sp span) set(data []byte, nonEmpty bool) bool {
+	return sp.to > sp.from && data[sp.from] == '"' && (!nonEmpty || sp.to-sp.from > len(`""`))
+}
+
 // in is the span's string in data, "" for null (data was checked).
 func (sp span) in(data []byte) string {
 	d := scanner{data: data[sp.from:sp.to]}
@@ -230,13 +233,9 @@ func faithful(data []byte) bool {
 // checkStrSet checks a string field and says whether it is set: a string, and
 // with nonEmpty not "" either.
 func (s *scanner) checkStrSet(nonEmpty bool) (bool, error) {
-	s.ws()
-	start := s.pos
-	isStr := s.peek() == '"'
-	if err := s.checkStr(); err != nil {
-		return false, err
-	}
-	return isStr && (!nonEmpty || s.pos-start > len(`""`)), nil // only "" decodes to ""
+	var sp span
+	err := sp.check(s)
+	return err == nil && sp.set(s.data, nonEmpty), err
 }
 
 // inspectCompletionChoice checks a chat.completion's choice, noting whether it
@@ -362,14 +361,8 @@ func (s *scanner) inspectChoice() (hasIndex bool, index int64, finished bool, er
 		case "delta":
 			return s.checkObject(s.checkDelta)
 		case "finish_reason":
-			s.ws()
-			start := s.pos
-			if s.peek() != '"' {
-				finished = false
-				return s.checkStr()
-			}
-			err := s.skipStr()
-			finished = s.pos-start > len(`""`) // only "" decodes to ""
+			var err error
+			finished, err = s.checkStrSet(true)
 			return err
 		case "logprobs":
 			return s.checkStruct()
