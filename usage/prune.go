@@ -14,11 +14,11 @@ const PruneBatch = 10_000
 // Pruner keeps a store to its retention: at start and every Interval it
 // deletes the records older than Retention, a batch at a time.
 type Pruner struct {
-	cfg     PrunerConfig
-	start   sync.Once
-	stop    sync.Once
-	stopped chan struct{}
-	done    chan struct{} // closed when run ends, or by Close if it never started
+	cfg    PrunerConfig
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	start  sync.Once     // Start's run, or Close's closing of done: the one that comes first
+	done   chan struct{} // closed when run ends, or by Close if it never started
 }
 
 // PrunerConfig configures a Pruner.
@@ -48,40 +48,29 @@ func NewPruner(cfg PrunerConfig) *Pruner {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Pruner{cfg: cfg, stopped: make(chan struct{}), done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Pruner{cfg: cfg, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
-// Start prunes at once and then every Interval, until Close (once; not after Close).
+// Start prunes at once and then every Interval, until Close (not after Close).
 func (p *Pruner) Start() {
-	if p == nil {
-		return
+	if p != nil {
+		p.start.Do(func() { go p.run() })
 	}
-	p.start.Do(func() {
-		select {
-		case <-p.stopped:
-			close(p.done) // closed first: nothing to run, nothing to wait for
-		default:
-			go p.run()
-		}
-	})
 }
 
 func (p *Pruner) run() {
 	defer close(p.done)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { <-p.stopped; cancel() }()
 	t := time.NewTicker(p.cfg.Interval)
 	defer t.Stop()
-	for {
-		if _, err := p.Once(ctx); err != nil && ctx.Err() == nil {
+	for p.ctx.Err() == nil {
+		if _, err := p.Once(p.ctx); err != nil && p.ctx.Err() == nil {
 			p.cfg.Log.Warn("usage ledger: pruning records past usage.retention failed; trying again later",
 				"retention", p.cfg.Retention, "err", err)
 		}
 		select {
 		case <-t.C:
-		case <-p.stopped:
-			return
+		case <-p.ctx.Done():
 		}
 	}
 }
@@ -110,9 +99,7 @@ func (p *Pruner) Close() {
 	if p == nil {
 		return
 	}
-	p.stop.Do(func() {
-		close(p.stopped)
-		p.start.Do(func() { close(p.done) }) // never started: nothing to wait for
-	})
+	p.cancel()
+	p.start.Do(func() { close(p.done) }) // never started: nothing to wait for
 	<-p.done
 }
