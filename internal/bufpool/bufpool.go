@@ -3,11 +3,14 @@
 // read the body, and each upstream request body still sending from it (a
 // transport may read a request body after its round trip returned, and closes
 // it when it is done).
+//
+// The buffers lie outside the Go heap (see shelf.go): a megabyte lent is not a
+// megabyte of live heap that lets the garbage collector wait for another
+// before it runs.
 package bufpool
 
 import (
 	"math/bits"
-	"sync"
 	"sync/atomic"
 )
 
@@ -22,8 +25,6 @@ const (
 	MaxSize  = 1 << maxShift
 	classes  = (maxShift-minShift)*4 + 1
 )
-
-var pools [classes]sync.Pool
 
 // classOf is the class of the smallest size lent that holds n (MinSize..MaxSize).
 func classOf(n int) int {
@@ -45,11 +46,16 @@ func sizeOf(c int) int {
 }
 
 // lease is a buffer and its state: how many times it was lent (the high 32
-// bits) and how many hold it now (the low 32).
+// bits) and how many hold it now (the low 32). Its shelf's fields are read and
+// written only under the shelf's lock, while it is on the shelf.
 type lease struct {
 	buf   []byte
 	class int
 	state atomic.Uint64
+
+	mapped bool   // buf lies outside the Go heap (else: mapping failed, a plain slice)
+	idle   uint32 // the collection count when it was last given back
+	cold   bool   // its pages were given back to the system
 }
 
 // Ref is one lending of a buffer. The zero Ref lends nothing: Hold says yes,
@@ -66,9 +72,9 @@ func Get(n int) Ref {
 		return Ref{}
 	}
 	class := classOf(n)
-	l, _ := pools[class].Get().(*lease)
+	l := shelves[class].take()
 	if l == nil {
-		l = &lease{buf: make([]byte, 0, sizeOf(class)), class: class}
+		l = newLease(class)
 	}
 	gen := uint32(l.state.Load()>>32) + 1
 	l.state.Store(uint64(gen)<<32 | 1) // no holder is left: no one else touches it
@@ -114,7 +120,7 @@ func (r Ref) Release() {
 		}
 		if r.l.state.CompareAndSwap(s, s-1) {
 			if uint32(s) == 1 {
-				pools[r.l.class].Put(r.l)
+				shelves[r.l.class].put(r.l)
 			}
 			return
 		}

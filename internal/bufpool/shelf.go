@@ -1,0 +1,107 @@
+package bufpool
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// A buffer given back waits on its class's shelf for the next lending. The
+// buffers are mapped outside the Go heap (mapBuf) and are never unmapped: the
+// pages of one left on its shelf through two garbage collections are given
+// back to the system (dropPages), as sync.Pool drops what waited that long,
+// and its mapping stays, so that a read through a slice kept by mistake finds
+// zeros, never an unmapped page. Where mapping fails a buffer is a plain
+// slice, dropped from its shelf instead.
+type shelf struct {
+	mu   sync.Mutex
+	free []*lease // the most recently given back last
+}
+
+var shelves [classes]shelf
+
+// collections counts the garbage collections seen (watchCollections).
+var collections atomic.Uint32
+
+// take is the buffer given back last, or nil.
+func (s *shelf) take() *lease {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.free)
+	if n == 0 {
+		return nil
+	}
+	l := s.free[n-1]
+	s.free[n-1], s.free = nil, s.free[:n-1]
+	l.cold = false // its pages come back, zeroed, as it is written
+	return l
+}
+
+func (s *shelf) put(l *lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l.idle = collections.Load()
+	s.free = append(s.free, l)
+}
+
+// trim gives back the pages of the buffers that waited since before the
+// collection before the one now counts.
+func (s *shelf) trim(now uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept := s.free[:0]
+	for _, l := range s.free {
+		waited := now-l.idle >= 2
+		switch {
+		case waited && !l.mapped:
+			continue // on the Go heap: the collector takes it
+		case waited && !l.cold:
+			dropPages(l.buf[:cap(l.buf)])
+			l.cold = true
+		}
+		kept = append(kept, l)
+	}
+	clear(s.free[len(kept):])
+	s.free = kept
+}
+
+// newLease maps a buffer of class c. A lease that becomes unreachable while
+// lent (its last holder never released it: a handler that panicked) has its
+// buffer put back on the shelf, cold, by the collector.
+func newLease(c int) *lease {
+	buf, mapped := mapBuf(sizeOf(c))
+	l := &lease{buf: buf, class: c, mapped: mapped}
+	if mapped {
+		runtime.AddCleanup(l, reclaim, lost{buf, c})
+	}
+	return l
+}
+
+type lost struct {
+	buf   []byte
+	class int
+}
+
+func reclaim(b lost) {
+	dropPages(b.buf[:cap(b.buf)])
+	l := &lease{buf: b.buf, class: b.class, mapped: true, cold: true}
+	runtime.AddCleanup(l, reclaim, b)
+	shelves[b.class].put(l)
+}
+
+// watchCollections counts every garbage collection and trims the shelves
+// after it: a sentinel's cleanup runs once the collector found it unreachable,
+// and sets up the next.
+func watchCollections() {
+	runtime.AddCleanup(&sentinel{}, func(struct{}) {
+		now := collections.Add(1)
+		for i := range shelves {
+			shelves[i].trim(now)
+		}
+		watchCollections()
+	}, struct{}{})
+}
+
+type sentinel struct{ _ *byte } // holds a pointer: never in a tiny block, so collected alone
+
+func init() { watchCollections() }
