@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/internal/heapfloor"
 	"github.com/switchyard/switchyard/limits"
 	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/providers"
@@ -41,6 +43,8 @@ type App struct {
 	httpLis net.Listener
 	done    chan error
 	stopBG  context.CancelFunc
+	// stopFloor gives the garbage collector Go's own pacing back (heapfloor).
+	stopFloor func()
 
 	stopOnce sync.Once
 	stopErr  error
@@ -167,6 +171,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	a := &App{log: log, server: srv, grpcLis: grpcLis, httpLis: httpLis, done: make(chan error, 1), stopBG: stopBG,
 		ledger: ledger, drainTimeout: cfg.Server.DrainTimeout}
 	a.shared, started = rs, true
+	a.stopFloor = heapfloor.Start(cfg.Server.HeapFloor(), os.Getenv)
 	go func() { a.done <- srv.Serve(grpcLis, httpLis) }()
 	models := rt.Models()
 	ids := make([]string, 0, len(models))
@@ -193,6 +198,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 		a.stopBG()
 		a.server.Shutdown(ctx)
 		a.stopErr = <-a.done
+		a.stopFloor()
 		a.shared.close()
 		a.closeLedger()
 	})

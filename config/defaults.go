@@ -13,6 +13,7 @@ const (
 	DefaultIdleTimeout       = 2 * time.Minute
 	DefaultDataDir           = "./data"
 	DefaultRecheckInterval   = 60 * time.Second
+	DefaultHeapFloorBytes    = 16 << 20
 
 	DefaultConnectTimeout        = 10 * time.Second
 	DefaultResponseHeaderTimeout = 10 * time.Minute

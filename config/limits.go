@@ -33,6 +33,14 @@ func (l ProviderLimits) Account() RateLimits {
 	return RateLimits{RPM: l.RPM, TPM: l.TPM, MaxConcurrency: l.MaxConcurrency}
 }
 
+// HeapFloor is server.heap_floor_bytes (DefaultHeapFloorBytes when unset).
+func (s Server) HeapFloor() int64 {
+	if s.HeapFloorBytes == nil {
+		return DefaultHeapFloorBytes
+	}
+	return *s.HeapFloorBytes
+}
+
 // KeyMetricsOn reports server.key_metrics (default on).
 func (s Server) KeyMetricsOn() bool { return s.KeyMetrics == nil || *s.KeyMetrics }
 

@@ -41,3 +41,23 @@ func TestProviderLimits(t *testing.T) {
 		require.False(t, cfg.Server.KeyMetricsOn())
 	})
 }
+
+func TestHeapFloor(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, yaml string
+		want       int64
+	}{
+		{"unset: the default", "server: {}\n", config.DefaultHeapFloorBytes},
+		{"0: off", "server:\n  heap_floor_bytes: 0\n", 0},
+		{"set", "server:\n  heap_floor_bytes: 67108864\n", 64 << 20},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := config.Load(writeFile(t, tc.yaml), envOf(nil))
+			require.NoError(t, err)
+			require.Equal(t, tc.want, cfg.Server.HeapFloor())
+		})
+	}
+}

@@ -179,6 +179,8 @@ func TestOutOfRangeValuesRejected(t *testing.T) {
 			want: `server.drain_timeout (line 2): must not be negative; got -1s`},
 		{name: "negative recheck_interval", yaml: "server:\n  recheck_interval: -5s\n",
 			want: `server.recheck_interval (line 2): must not be negative; got -5s`},
+		{name: "negative heap floor", yaml: "server:\n  heap_floor_bytes: -1\n",
+			want: `server.heap_floor_bytes (line 2): must not be negative (0 turns the floor off); got -1`},
 		{name: "max_backoff zero", yaml: "resilience:\n  retry:\n    max_backoff: 0s\n",
 			want: `resilience.retry.max_backoff (line 3): must be more than 0; got 0s`},
 		{name: "max_backoff below initial_backoff", yaml: "resilience:\n  retry:\n    initial_backoff: 2s\n    max_backoff: 1s\n",

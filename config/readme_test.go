@@ -61,6 +61,7 @@ func TestReadmeSettingsTableMatchesCode(t *testing.T) {
 		"providers.*.timeout":                            config.DefaultProviderTimeout.String(),
 		"providers.*.api_version":                        config.DefaultAzureAPIVersion,
 		"server.key_metrics":                             fmt.Sprint(config.Server{}.KeyMetricsOn()),
+		"server.heap_floor_bytes":                        fmt.Sprint(config.Server{}.HeapFloor()),
 		"providers.*.limits.rpm":                         fmt.Sprint(config.ProviderLimits{}.RPM),
 		"providers.*.limits.tpm":                         fmt.Sprint(config.ProviderLimits{}.TPM),
 		"providers.*.limits.max_concurrency":             fmt.Sprint(config.ProviderLimits{}.MaxConcurrency),

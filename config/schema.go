@@ -65,6 +65,10 @@ type Server struct {
 	// KeyMetrics counts requests per virtual key (label: the key's id) when true
 	// or unset; false turns the per-key series off.
 	KeyMetrics *bool `yaml:"key_metrics"`
+	// HeapFloorBytes is the heap size below which the garbage collector does not
+	// run (internal/heapfloor); unset means DefaultHeapFloorBytes, 0 turns it off.
+	// With GOGC set in the environment, Go's pacing is left as the user set it.
+	HeapFloorBytes *int64 `yaml:"heap_floor_bytes"`
 }
 
 // Provider is one upstream.

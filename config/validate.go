@@ -88,6 +88,9 @@ func validateServer(s Server, add addFunc) {
 	if s.MaxBodyBytes < 0 {
 		add("server.max_body_bytes", "must not be negative; got %d", s.MaxBodyBytes)
 	}
+	if s.HeapFloor() < 0 {
+		add("server.heap_floor_bytes", "must not be negative (0 turns the floor off); got %d", s.HeapFloor())
+	}
 	nonNegativeDurations("server", s, add)
 }
 

@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/switchyard/switchyard/internal/gcwatch"
 )
 
 // A buffer given back waits on its class's shelf for the next lending. The
@@ -20,7 +22,7 @@ type shelf struct {
 
 var shelves [classes]shelf
 
-// collections counts the garbage collections seen (watchCollections).
+// collections counts the garbage collections seen (gcwatch).
 var collections atomic.Uint32
 
 // take is the buffer given back last, or nil.
@@ -89,19 +91,11 @@ func reclaim(b lost) {
 	shelves[b.class].put(l)
 }
 
-// watchCollections counts every garbage collection and trims the shelves
-// after it: a sentinel's cleanup runs once the collector found it unreachable,
-// and sets up the next.
-func watchCollections() {
-	runtime.AddCleanup(&sentinel{}, func(struct{}) {
+func init() {
+	gcwatch.Register(func() {
 		now := collections.Add(1)
 		for i := range shelves {
 			shelves[i].trim(now)
 		}
-		watchCollections()
-	}, struct{}{})
+	})
 }
-
-type sentinel struct{ _ *byte } // holds a pointer: never in a tiny block, so collected alone
-
-func init() { watchCollections() }
