@@ -88,8 +88,8 @@ func validateServer(s Server, add addFunc) {
 	if s.MaxBodyBytes < 0 {
 		add("server.max_body_bytes", "must not be negative; got %d", s.MaxBodyBytes)
 	}
-	if s.HeapFloor() < 0 {
-		add("server.heap_floor_bytes", "must not be negative (0 turns the floor off); got %d", s.HeapFloor())
+	if f := s.HeapFloor(); f < 0 || f > 1<<40 {
+		add("server.heap_floor_bytes", "must be from 0 (off) to 1 TiB (1099511627776); got %d", f)
 	}
 	nonNegativeDurations("server", s, add)
 }

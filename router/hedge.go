@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 
@@ -103,6 +104,10 @@ func hedge[T any](r *Router, ctx context.Context, c *chain, first int, call Call
 		a := newAttempt(call, route, i)
 		go func() {
 			v, err := try(actx, route, r.targets[route.Provider], a)
+			// actx carries the lending of the buffer a long body lies in
+			// (bufpool.With): it stays reachable until the attempt is over, even
+			// after a panic left the buffer to be reclaimed once unreachable.
+			runtime.KeepAlive(actx)
 			results <- racer[T]{i: i, v: v, err: err}
 		}()
 	}

@@ -27,5 +27,8 @@ go vet ./...
 echo "== Helm chart: helm lint, helm template decoded strictly as Kubernetes objects (deploy/helm/chartcheck)"
 (cd deploy/helm/chartcheck && go vet ./... && go test -count=1 ./...)
 
+echo "== buffers mapped outside the Go heap (a -race build lends heap slices instead: its detector sees only Go memory)"
+go test -count=1 ./internal/bufpool
+
 echo "== go test -race"
 go test -race -count=1 "$@" ./...

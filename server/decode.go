@@ -24,8 +24,9 @@ import (
 // (codec.Capture.Lend; a stream's first message): the call holds it, and so
 // does each upstream body sending from it (bufpool.With); it is given back when
 // the handler returns. Not after a panic (a unary chain recovers it inside,
-// a stream's outside): a hedge's other attempt may still be reading it, and
-// the garbage collector takes it instead.
+// a stream's outside): a hedge's other attempt may still be reading it;
+// bufpool takes it back once nothing refers to its lending (the attempt's
+// context carries it).
 func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 	out := *desc
 	out.Methods = make([]grpc.MethodDesc, len(desc.Methods))

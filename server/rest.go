@@ -181,7 +181,8 @@ func (f *front) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	// (messages_json) and is sent to the upstream from it; it is given back when
 	// this handler and every upstream body reading from it are done. Not on a
 	// panic, recovered by the chain or not (settling): a hedge's other attempt
-	// may still be reading it, and the garbage collector takes it instead.
+	// may still be reading it; bufpool takes it back once nothing refers to
+	// its lending (the attempt's context carries it).
 	var ref bufpool.Ref
 	if n := readSize(r.ContentLength); n >= bufpool.MinSize {
 		ref = bufpool.Get(int(n))

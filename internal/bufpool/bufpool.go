@@ -6,7 +6,8 @@
 //
 // The buffers lie outside the Go heap (see shelf.go): a megabyte lent is not a
 // megabyte of live heap that lets the garbage collector wait for another
-// before it runs.
+// before it runs. So a slice of one does not keep it: whoever reads a buffer
+// holds its Ref (Hold), or a context carrying it (With), until done.
 package bufpool
 
 import (

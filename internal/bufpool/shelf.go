@@ -2,6 +2,7 @@ package bufpool
 
 import (
 	"runtime"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 
@@ -22,7 +23,7 @@ type shelf struct {
 
 var shelves [classes]shelf
 
-// collections counts the garbage collections seen (gcwatch).
+// collections is the count of garbage collections when gcwatch last called.
 var collections atomic.Uint32
 
 // take is the buffer given back last, or nil.
@@ -92,8 +93,14 @@ func reclaim(b lost) {
 }
 
 func init() {
+	cycles := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
 	gcwatch.Register(func() {
-		now := collections.Add(1)
+		metrics.Read(cycles)
+		if cycles[0].Value.Kind() != metrics.KindUint64 {
+			return
+		}
+		now := uint32(cycles[0].Value.Uint64())
+		collections.Store(now)
 		for i := range shelves {
 			shelves[i].trim(now)
 		}

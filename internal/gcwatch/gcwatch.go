@@ -1,8 +1,9 @@
-// Package gcwatch calls functions after each garbage collection: a sentinel
+// Package gcwatch calls functions after garbage collections: a sentinel
 // object's cleanup runs once the collector has found it unreachable, calls
 // them and sets up the next sentinel. The calls run on the runtime's cleanup
-// goroutine, one at a time, shortly after the collection ended: they must be
-// short and must not block.
+// goroutine, one at a time, shortly after a collection ended: they must be
+// short and must not block. Collections that end while they run are not seen
+// one by one (a function that needs the count reads /gc/cycles/total).
 package gcwatch
 
 import (
@@ -17,8 +18,8 @@ var (
 	started bool
 )
 
-// Register calls f after every garbage collection from now on, until the
-// returned function is called.
+// Register calls f after garbage collections from now on, until the returned
+// function is called (a call already under way may still end after it).
 func Register(f func()) (unregister func()) {
 	mu.Lock()
 	defer mu.Unlock()

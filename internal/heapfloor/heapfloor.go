@@ -1,16 +1,17 @@
 // Package heapfloor keeps the garbage collector from running before the heap
 // has grown to a floor. Go's pacer starts a collection when the heap grows by
 // GOGC per cent (100) of what the last one left live plus its roots (stacks
-// and globals). A gateway keeps little live: with 2–3 MB live it collected
-// every few MB of garbage, dozens of times a second under load, and the
-// collector was a tenth of its CPU. After each collection the floor sets the
-// GC percent so that the next goal is the larger of the floor and Go's own
-// goal: a heap that lives large is paced as Go paces it, a small one waits
-// until it reaches the floor. A memory limit (GOMEMLIMIT) still bounds the
-// heap as Go applies it.
+// and globals), and never before a minimum of 4 MiB × GOGC/100. A gateway keeps
+// little live: with 2–3 MB live it collected every few MB of garbage, dozens
+// of times a second under load, and the collector was a tenth of its CPU.
+// After each collection the floor sets the GC percent so that the next goal is
+// the larger of the floor and Go's own goal: a heap that lives large is paced
+// as Go paces it, a small one waits until it reaches the floor. A memory limit
+// (GOMEMLIMIT) still bounds the heap as Go applies it.
 package heapfloor
 
 import (
+	"math"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
@@ -21,64 +22,96 @@ import (
 // base is Go's default GC percent, kept where its goal is above the floor.
 const base = 100
 
+// minHeap is Go's minimum heap goal at GOGC=100; at percent p it is
+// minHeap × p/100 (runtime: heapMinimum).
+const minHeap = 4 << 20
+
 // Heap is what the last collection left: live heap bytes, and the roots
 // (stack and global bytes) the pacer adds to them.
 type Heap struct{ Live, Roots uint64 }
 
-// Percent is the GC percent whose goal, Live + (Live+Roots) × percent/100 as
-// Go's pacer sets it, is the larger of floor and base's goal. Before the first
-// collection Live is 0, unknown: base, or the collector would never start.
+// Percent is the GC percent whose goal is the larger of floor and base's own:
+// Go's goal is Live + (Live+Roots) × percent/100, and at least minHeap ×
+// percent/100, so the percent is also held where that minimum is the floor.
+// Before the first collection Live is 0, unknown: base.
 func Percent(h Heap, floor uint64) int {
 	scan := h.Live + h.Roots
-	if h.Live == 0 || floor <= h.Live+scan*base/100 {
+	if h.Live == 0 || floor <= h.Live+scan*base/100 || floor <= minHeap {
 		return base
 	}
-	return int(((floor-h.Live)*100 + scan - 1) / scan) // rounded up: the goal is not below the floor
+	limit := min(floor/(minHeap/100), math.MaxInt32)
+	q, rem := (floor-h.Live)/scan, (floor-h.Live)%scan
+	if q >= limit/100 {
+		return int(limit)
+	}
+	p := q*100 + uint64(math.Ceil(float64(rem)*100/float64(scan))) // rounded up: the goal is not below the floor
+	return int(max(min(p, limit), base))
 }
 
-// Start keeps the heap's floor at floor bytes until stop is called, which
-// gives Go's default pacing back. getenv reads the environment: with GOGC set,
-// pacing is the user's and Start does nothing.
+var (
+	mu      sync.Mutex
+	floors  = map[int]uint64{} // by Start call: the largest is kept
+	next    int
+	before  int // the percent before the first Start
+	stopGC  func()
+	samples = []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
+)
+
+// Start keeps the heap's floor at floor bytes until stop is called. Several
+// may run at once (gateways in one process): the largest floor is kept, and
+// the last stop gives back the percent there was before the first Start.
+// getenv reads the environment: with GOGC set, pacing is the user's and Start
+// does nothing.
 func Start(floor int64, getenv func(string) string) (stop func()) {
 	if floor <= 0 || getenv("GOGC") != "" {
 		return func() {}
 	}
-	f := &pacer{floor: uint64(floor), sample: []metrics.Sample{
-		{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}}
-	f.pace()
-	unregister := gcwatch.Register(f.pace)
-	return func() {
-		unregister()
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.stopped = true
-		debug.SetGCPercent(base)
+	mu.Lock()
+	defer mu.Unlock()
+	id := next
+	next++
+	floors[id] = uint64(floor)
+	if len(floors) == 1 {
+		before = debug.SetGCPercent(base)
+		stopGC = gcwatch.Register(pace)
 	}
-}
-
-type pacer struct {
-	floor   uint64
-	mu      sync.Mutex
-	sample  []metrics.Sample
-	stopped bool
+	paceLocked()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			mu.Lock()
+			defer mu.Unlock()
+			delete(floors, id)
+			if len(floors) == 0 {
+				stopGC()
+				debug.SetGCPercent(before)
+			}
+		})
+	}
 }
 
 // pace sets the GC percent from what the last collection left.
-func (f *pacer) pace() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.stopped {
-		return
+func pace() {
+	mu.Lock()
+	defer mu.Unlock()
+	paceLocked()
+}
+
+func paceLocked() {
+	var floor uint64
+	for _, f := range floors {
+		floor = max(floor, f)
 	}
-	metrics.Read(f.sample)
+	if floor == 0 {
+		return // stopped while this call waited
+	}
+	metrics.Read(samples)
 	var v [3]uint64
-	for i, s := range f.sample {
+	for i, s := range samples {
 		if s.Value.Kind() != metrics.KindUint64 {
 			return
 		}
 		v[i] = s.Value.Uint64()
 	}
-	// Set each time (a lock of the heap's, once a collection): another
-	// gateway in the process (tests) may have stopped and reset it.
-	debug.SetGCPercent(Percent(Heap{Live: v[0], Roots: v[1] + v[2]}, f.floor))
+	debug.SetGCPercent(Percent(Heap{Live: v[0], Roots: v[1] + v[2]}, floor))
 }
