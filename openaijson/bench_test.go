@@ -120,3 +120,20 @@ func BenchmarkInspectChunk(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeChunkAfter decodes a stream's chunk after the one before it,
+// whose repeated strings it shares (against BenchmarkDecodeChunkFast: alone).
+func BenchmarkDecodeChunkAfter(b *testing.B) {
+	b.ReportAllocs()
+	data := firstChunk(b)
+	var prev pb.ChatCompletionChunk
+	if err := openaijson.UnmarshalChunk(data, &prev); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		var c pb.ChatCompletionChunk
+		if err := openaijson.UnmarshalChunkAfter(data, &c, &prev); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -14,8 +14,16 @@ import (
 // Unmarshal (which names the offending member) for anything unexpected, so its
 // result is always what Unmarshal gives.
 func UnmarshalChunk(data []byte, c *pb.ChatCompletionChunk) error {
+	return UnmarshalChunkAfter(data, c, nil)
+}
+
+// UnmarshalChunkAfter is UnmarshalChunk for the chunk after prev in a stream
+// (nil: none): the members every chunk of a stream repeats (id, object, model,
+// system_fingerprint, service_tier) are prev's own strings when they are the
+// same, not allocated again. c must not be prev.
+func UnmarshalChunkAfter(data []byte, c, prev *pb.ChatCompletionChunk) error {
 	proto.Reset(c)
-	d := chunkDecoder{s: scanner{data: data}}
+	d := chunkDecoder{s: scanner{data: data}, prev: prev}
 	if d.chunk(c) && d.s.atEnd() {
 		return nil
 	}
@@ -23,7 +31,30 @@ func UnmarshalChunk(data []byte, c *pb.ChatCompletionChunk) error {
 }
 
 // chunkDecoder reports failure as false; the caller then decodes generically.
-type chunkDecoder struct{ s scanner }
+// prev is the stream's chunk before, whose repeated strings it reuses.
+type chunkDecoder struct {
+	s    scanner
+	prev *pb.ChatCompletionChunk
+}
+
+// strAs reads a string, giving back was itself when the string is was
+// (written without escapes): no allocation.
+func (d *chunkDecoder) strAs(was string) (string, bool) {
+	if d.s.equalStr(was) {
+		return was, true
+	}
+	return d.str()
+}
+
+// optStrAs is optStr, pointing at was (another message's field, never written
+// through) when the string is *was.
+func (d *chunkDecoder) optStrAs(dst **string, was *string) bool {
+	if was != nil && d.s.equalStr(*was) {
+		*dst = was
+		return true
+	}
+	return d.optStr(dst)
+}
 
 func (d *chunkDecoder) str() (string, bool) {
 	if d.s.peek() != '"' {
@@ -149,19 +180,24 @@ type envelope struct {
 // envelopeMember decodes one top-level member other than choices.
 func (d *chunkDecoder) envelopeMember(key []byte, h envelope) bool {
 	var ok bool
+	p := d.prev // nil for a completion: every Get is then ""
+	var fingerprint, tier *string
+	if p != nil {
+		fingerprint, tier = p.SystemFingerprint, p.ServiceTier
+	}
 	switch string(key) {
 	case "id":
-		*h.id, ok = d.str()
+		*h.id, ok = d.strAs(p.GetId())
 	case "object":
-		*h.object, ok = d.str()
+		*h.object, ok = d.strAs(p.GetObject())
 	case "created":
 		*h.created, ok = d.int64()
 	case "model":
-		*h.model, ok = d.str()
+		*h.model, ok = d.strAs(p.GetModel())
 	case "system_fingerprint":
-		ok = d.optStr(h.fingerprint)
+		ok = d.optStrAs(h.fingerprint, fingerprint)
 	case "service_tier":
-		ok = d.optStr(h.tier)
+		ok = d.optStrAs(h.tier, tier)
 	case "usage":
 		*h.usage = nil
 		if d.s.peek() == 'n' {

@@ -93,6 +93,35 @@ var inString, inKey = func() (str, key [256]bool) {
 	return str, key
 }()
 
+// equalStr reports whether the next value is the string want written without
+// escapes (so that it decodes to want), and reads it if so. want comes from a
+// decoded string: valid UTF-8, as the bytes then are.
+func (s *scanner) equalStr(want string) bool {
+	if want == "" || s.peek() != '"' {
+		return false
+	}
+	end := s.pos + 1 + len(want)
+	if end >= len(s.data) || s.data[end] != '"' {
+		return false
+	}
+	raw := s.data[s.pos+1 : end]
+	if string(raw) != want {
+		return false
+	}
+	high := false
+	for _, c := range raw {
+		if c == '"' || c == '\\' || c < 0x20 {
+			return false
+		}
+		high = high || c >= utf8.RuneSelf
+	}
+	if high && !utf8.Valid(raw) {
+		return false // decoding mends it: not want
+	}
+	s.pos = end + 1
+	return true
+}
+
 // atEnd reports whether only white space is left.
 func (s *scanner) atEnd() bool {
 	s.ws()

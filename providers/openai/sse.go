@@ -84,6 +84,10 @@ type stream struct {
 	choices  int
 	ended    map[int32]bool
 	finished bool // every choice carried finish_reason
+
+	// last is the chunk decoded last, whose repeated strings (id, model, ...)
+	// the next one shares (openaijson.UnmarshalChunkAfter).
+	last *pb.ChatCompletionChunk
 }
 
 // heldChunk is an event read before the stream was handed on: decoded, and as sent.
@@ -122,9 +126,10 @@ func (s *stream) readFirst() error {
 
 func (s *stream) decode(data []byte) (*pb.ChatCompletionChunk, error) {
 	chunk := &pb.ChatCompletionChunk{}
-	if err := openaijson.UnmarshalChunk(data, chunk); err != nil {
+	if err := openaijson.UnmarshalChunkAfter(data, chunk, s.last); err != nil {
 		return nil, err
 	}
+	s.last = chunk
 	if chunk.Object == "" {
 		chunk.Object = "chat.completion.chunk"
 	}
