@@ -194,7 +194,7 @@ func TestDuplicateMembersLastOneCounts(t *testing.T) {
 	require.Nil(t, fast.GetUsage())
 	info, err := openaijson.InspectChunk([]byte(chunk))
 	require.NoError(t, err)
-	require.Equal(t, openaijson.ChunkInfo{Choices: 1, NonZeroIndex: true}, info)
+	require.Equal(t, openaijson.ChunkInfo{Choices: 1, NonZeroIndex: true, Content: true}, info)
 }
 
 // An unknown member named like the extra field is kept and written back.

@@ -13,6 +13,7 @@ import (
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/openaijson"
+	"github.com/switchyard/switchyard/providers"
 )
 
 // seeds are the fuzz targets' starting points: realistic bodies, the shapes the
@@ -113,6 +114,10 @@ func FuzzChunk(f *testing.F) {
 func FuzzInspectChunk(f *testing.F) {
 	seeds(f)
 	f.Add([]byte(`{"choices":[],"usage":{"total_tokens":7},"usage":{}}`)) // the last usage member counts
+	for _, delta := range []string{`{"extra":{"reasoning_content":"x"}}`, `{"reasoning":"a","extra":{}}`, `{"tool_calls":null}`,
+		`{"content":"a","content":null}`, `{"reasoning_content":{"x":"y"}}`} {
+		f.Add([]byte(`{"choices":[{"index":0,"delta":` + delta + `}]}`))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		info, err := openaijson.InspectChunk(data)
 		var c pb.ChatCompletionChunk
@@ -134,6 +139,7 @@ func FuzzInspectChunk(f *testing.F) {
 			want.Finished = want.Finished || ch.GetFinishReason() != ""
 			want.NonZeroIndex = want.NonZeroIndex || ch.GetIndex() != 0
 		}
+		want.Content = providers.HasContent(&c)
 		if e, ok := c.GetExtra().GetFields()["error"]; ok {
 			_, null := e.GetKind().(*structpb.Value_NullValue)
 			want.Error = !null

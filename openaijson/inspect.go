@@ -30,6 +30,10 @@ type ChunkInfo struct {
 	// them.
 	PromptTokens, CompletionTokens, TotalTokens int
 	CachedTokens, ReasoningTokens               int
+	// Content is set when a choice starts the answer: text, reasoning
+	// (reasoning_content or reasoning), a refusal, a tool call or a finish
+	// (providers.HasContent of the decoded chunk).
+	Content bool
 	// Complete is set when the chunk has every member OpenAI always sends (id,
 	// object, created, model, choices[].index) and its strings decode to
 	// themselves (faithful), so that it can be relayed as is.
@@ -144,7 +148,7 @@ func inspect(data []byte, completion bool) (ChunkInfo, texts, error) {
 			return s.checkObject(func(k []byte) error { return s.inspectUsage(k, &info) })
 		case "choices":
 			choices, nChoices, indexes, info.Finished, info.NonZeroIndex = s.peek() == '[', 0, true, false, false
-			filled = true
+			filled, info.Content = true, false
 			return s.checkList(func() error {
 				nChoices++
 				if completion {
@@ -152,9 +156,10 @@ func inspect(data []byte, completion bool) (ChunkInfo, texts, error) {
 					filled, indexes = filled && role, indexes && hasIndex
 					return err
 				}
-				hasIndex, index, finished, err := s.inspectChoice()
+				hasIndex, index, finished, content, err := s.inspectChoice()
 				indexes = indexes && hasIndex
 				info.Finished = info.Finished || finished
+				info.Content = info.Content || content || finished
 				info.NonZeroIndex = info.NonZeroIndex || index != 0
 				return err
 			})
@@ -350,7 +355,7 @@ func tokenCount(f float64) int {
 
 // inspectChoice checks a choice, noting whether it has its index, the index (0
 // when absent or null, as decoded), and whether its finish_reason ends the stream.
-func (s *scanner) inspectChoice() (hasIndex bool, index int64, finished bool, err error) {
+func (s *scanner) inspectChoice() (hasIndex bool, index int64, finished, content bool, err error) {
 	err = s.object(func(k []byte) error {
 		switch string(k) {
 		case "index":
@@ -359,7 +364,10 @@ func (s *scanner) inspectChoice() (hasIndex bool, index int64, finished bool, er
 			index, err = s.checkInt(protoreflect.Int32Kind)
 			return err
 		case "delta":
-			return s.checkObject(s.checkDelta)
+			var d deltaContent // the last delta member counts, as in decoding
+			err := s.checkObject(func(k []byte) error { return s.inspectDelta(k, &d) })
+			content = d.any()
+			return err
 		case "finish_reason":
 			var err error
 			finished, err = s.checkStrSet(true)
@@ -369,17 +377,46 @@ func (s *scanner) inspectChoice() (hasIndex bool, index int64, finished bool, er
 		}
 		return s.checkValue()
 	})
-	return hasIndex, index, finished, err
+	return hasIndex, index, finished, content, err
 }
 
-func (s *scanner) checkDelta(k []byte) error {
+// deltaContent is what of a delta starts the answer (providers.HasContent),
+// by member: each counts the last time it is given.
+type deltaContent struct{ text, refusal, toolCalls, reasoning, reasoningAlt bool }
+
+func (d deltaContent) any() bool {
+	return d.text || d.refusal || d.toolCalls || d.reasoning || d.reasoningAlt
+}
+
+func (s *scanner) inspectDelta(k []byte, d *deltaContent) error {
+	var err error
 	switch string(k) {
-	case "role", "content", "refusal":
+	case "role":
 		return s.checkStr()
+	case "content":
+		d.text, err = s.checkStrSet(true)
+	case "refusal":
+		d.refusal, err = s.checkStrSet(true)
 	case "tool_calls":
-		return s.checkList(func() error { return s.object(s.checkToolCall) })
+		n := 0
+		err = s.checkList(func() error { n++; return s.object(s.checkToolCall) })
+		d.toolCalls = n > 0
+	case "reasoning_content", "reasoning": // kept as unknown members: a string counts
+		set := false
+		if s.peek() == '"' {
+			set, err = s.checkStrSet(true)
+		} else {
+			err = s.checkValue()
+		}
+		if string(k) == "reasoning" {
+			d.reasoningAlt = set
+		} else {
+			d.reasoning = set
+		}
+	default:
+		err = s.checkValue()
 	}
-	return s.checkValue()
+	return err
 }
 
 func (s *scanner) checkToolCall(k []byte) error {

@@ -88,10 +88,17 @@ func TestInspectChunk(t *testing.T) {
 		chunk string
 		want  openaijson.ChunkInfo
 	}{
-		{head + `"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
-		{head + `"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, openaijson.ChunkInfo{Complete: true, Finished: true, Choices: 1}},
+		{head + `"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1, Content: true}},
+		{head + `"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, openaijson.ChunkInfo{Complete: true, Finished: true, Choices: 1, Content: true}},
 		{head + `"choices":[{"index":1,"delta":{},"finish_reason":"stop"}]}`,
-			openaijson.ChunkInfo{Complete: true, Finished: true, Choices: 1, NonZeroIndex: true}},
+			openaijson.ChunkInfo{Complete: true, Finished: true, Choices: 1, NonZeroIndex: true, Content: true}},
+		{head + `"choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
+		{head + `"choices":[{"index":0,"delta":{"refusal":"no"}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1, Content: true}},
+		{head + `"choices":[{"index":0,"delta":{"reasoning_content":"hm"}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1, Content: true}},
+		{head + `"choices":[{"index":0,"delta":{"reasoning":"hm","reasoning":""}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
+		{head + `"choices":[{"index":0,"delta":{"reasoning_content":7,"tool_calls":[]}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
+		{head + `"choices":[{"index":0,"delta":{"tool_calls":[{"index":0}]}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1, Content: true}},
+		{head + `"choices":[{"index":0,"delta":{"content":"a"},"delta":{}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
 		{head + `"choices":[{"index":0,"delta":{}},{"index":1,"delta":{}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 2, NonZeroIndex: true}},
 		{head + `"choices":[{"index":1,"delta":{}}],"choices":[{"index":0,"delta":{}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
 		{head + `"choices":[{"index":1,"index":0,"delta":{}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
@@ -112,9 +119,9 @@ func TestInspectChunk(t *testing.T) {
 		{head + `"choices":[{"delta":{}}]}`, openaijson.ChunkInfo{Choices: 1}},
 		{`{"choices":[{"index":0,"delta":{}}]}`, openaijson.ChunkInfo{Choices: 1}},
 		{`{"error":{"message":"x"}}`, openaijson.ChunkInfo{Error: true}},
-		{head + `"choices":[{"index":0,"delta":{"content":"h` + "\xff" + `i"}}]}`, openaijson.ChunkInfo{Choices: 1}}, // decoding mends it
-		{head + `"choices":[{"index":0,"delta":{"content":"\ud800"}}]}`, openaijson.ChunkInfo{Choices: 1}},
-		{head + `"choices":[{"index":0,"delta":{"content":"\ud83d\ude00 \\ud800 \u00e9"}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}}, // a pair, an escaped backslash, é
+		{head + `"choices":[{"index":0,"delta":{"content":"h` + "\xff" + `i"}}]}`, openaijson.ChunkInfo{Choices: 1, Content: true}}, // decoding mends it
+		{head + `"choices":[{"index":0,"delta":{"content":"\ud800"}}]}`, openaijson.ChunkInfo{Choices: 1, Content: true}},
+		{head + `"choices":[{"index":0,"delta":{"content":"\ud83d\ude00 \\ud800 \u00e9"}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1, Content: true}}, // a pair, an escaped backslash, é
 	}
 	for _, c := range cases {
 		got, err := openaijson.InspectChunk([]byte(c.chunk))

@@ -90,10 +90,13 @@ type stream struct {
 	last *pb.ChatCompletionChunk
 }
 
-// heldChunk is an event read before the stream was handed on: decoded, and as sent.
+// heldChunk is an event read before the stream was handed on: as sent, what
+// inspecting it found, and decoded when it had to be (see settle); Recv
+// decodes the others.
 type heldChunk struct {
 	chunk *pb.ChatCompletionChunk
 	raw   []byte
+	info  openaijson.ChunkInfo
 }
 
 // readFirst reads up to the first event that carries content (see providers.HasContent),
@@ -113,15 +116,37 @@ func (s *stream) readFirst() error {
 		if e := s.c.hiddenError(data); e != nil {
 			return e
 		}
-		chunk, err := s.decode(data)
+		info, err := openaijson.InspectChunk(data) // UnmarshalChunk's verdict, without decoding
 		if err != nil {
 			return s.c.unreadable("sent an unreadable stream event", err)
 		}
-		s.held = append(s.held, heldChunk{chunk: chunk, raw: append([]byte(nil), data...)})
-		if providers.HasContent(chunk) || len(s.held) >= sse.MaxHeld {
+		chunk, err := s.settle(data, info)
+		if err != nil {
+			return s.c.unreadable("sent an unreadable stream event", err)
+		}
+		s.held = append(s.held, heldChunk{chunk: chunk, raw: append([]byte(nil), data...), info: info})
+		if info.Content || len(s.held) >= sse.MaxHeld { // info.Content: providers.HasContent
 			return nil
 		}
 	}
+}
+
+// settle notes what an inspected chunk says of the choices' finish, decoding
+// it only when it must: it needs normalising to be relayed (returned then), or
+// which choices finished needs its indexes.
+func (s *stream) settle(data []byte, info openaijson.ChunkInfo) (*pb.ChatCompletionChunk, error) {
+	switch {
+	case !info.Complete:
+		return s.decode(data)
+	case s.choices > 1 || s.ended != nil || !loneChoiceZero(info.Choices, info.NonZeroIndex):
+		// Several choices (asked for or sent): which ones finished needs the
+		// chunk's indexes, as track reads them for Recv.
+		_, err := s.decode(data)
+		return nil, err
+	case info.Finished:
+		s.finished = true
+	}
+	return nil, nil
 }
 
 func (s *stream) decode(data []byte) (*pb.ChatCompletionChunk, error) {
@@ -183,7 +208,10 @@ func (s *stream) Recv() (*pb.ChatCompletionChunk, error) {
 	if len(s.held) > 0 {
 		h := s.held[0]
 		s.held = s.held[1:]
-		return h.chunk, nil
+		if h.chunk != nil {
+			return h.chunk, nil
+		}
+		return s.decode(h.raw) // inspected already: it decodes
 	}
 	data, err := s.nextEvent()
 	if err != nil {
@@ -204,8 +232,7 @@ func (s *stream) NextRaw() (providers.RawChunk, error) {
 	if len(s.held) > 0 {
 		h := s.held[0]
 		s.held = s.held[1:]
-		c := providers.RawChunk{Bytes: h.raw}
-		c.Info, _ = openaijson.InspectChunk(c.Bytes)
+		c := providers.RawChunk{Bytes: h.raw, Info: h.info}
 		if !c.Info.Complete {
 			c.Decoded = h.chunk // decoded and normalised by readFirst
 		}
@@ -219,19 +246,8 @@ func (s *stream) NextRaw() (providers.RawChunk, error) {
 	if c.Info, err = openaijson.InspectChunk(data); err != nil {
 		return providers.RawChunk{}, s.malformed(err) // the verdict UnmarshalChunk would give
 	}
-	switch {
-	case !c.Info.Complete:
-		if c.Decoded, err = s.decode(data); err != nil {
-			return providers.RawChunk{}, s.malformed(err)
-		}
-	case s.choices > 1 || s.ended != nil || !loneChoiceZero(c.Info.Choices, c.Info.NonZeroIndex):
-		// Several choices (asked for or sent): which ones finished needs the
-		// chunk's indexes, as track reads them for Recv.
-		if _, err = s.decode(data); err != nil {
-			return providers.RawChunk{}, s.malformed(err)
-		}
-	case c.Info.Finished:
-		s.finished = true
+	if c.Decoded, err = s.settle(data, c.Info); err != nil {
+		return providers.RawChunk{}, s.malformed(err)
 	}
 	return c, nil
 }
