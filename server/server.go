@@ -170,7 +170,7 @@ func New(cfg Config) (*Server, error) {
 	// Both servers: the chain; protobuf as always, encoded by generated code instead
 	// of reflection (measured: see README); write buffers shared between connections.
 	opts := []grpc.ServerOption{grpc.UnaryInterceptor(unary), grpc.StreamInterceptor(stream),
-		grpc.ForceServerCodecV2(codec.Codec{}), grpc.SharedWriteBuffer(true), experimental.BufferPool(messageBuffers)}
+		grpc.ForceServerCodecV2(codec.Codec{}), grpc.SharedWriteBuffer(true), experimental.BufferPool(codec.Buffers)}
 	gs := grpc.NewServer(slices.Concat(opts, []grpc.ServerOption{
 		// Clients (ours included) ping every 30s; allow it, instead of answering too_many_pings.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),

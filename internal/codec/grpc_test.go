@@ -1,15 +1,20 @@
 package codec
 
 import (
+	"bytes"
 	"context"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
@@ -58,4 +63,49 @@ func TestDeepRequestOverGRPCNeverReachesTheHandler(t *testing.T) {
 	require.Contains(t, status.Convert(err).Message(), "nested deeper than 128 levels")
 	t.Logf("the caller sees %v", err)
 	require.Equal(t, 1, chat.calls, "the handler never saw it")
+}
+
+type recordingServer struct {
+	pb.UnimplementedChatServiceServer
+	got [][]byte
+}
+
+func (s *recordingServer) CreateChatCompletion(_ context.Context, req *pb.ChatCompletionRequest) (*pb.ChatCompletion, error) {
+	s.got = append(s.got, append([]byte(nil), req.GetMessagesJson()...))
+	return &pb.ChatCompletion{Id: "x"}, nil
+}
+
+// The server reads messages into buffers that are not cleared (Buffers): each
+// message, longer and shorter than the one before it, arrives as sent, with
+// nothing of an earlier one in it.
+func TestMessagesReadIntoReusedBuffersArriveWhole(t *testing.T) {
+	lis := bufconn.Listen(1 << 20)
+	srv := grpc.NewServer(grpc.ForceServerCodecV2(Codec{}), experimental.BufferPool(Buffers))
+	rec := &recordingServer{}
+	pb.RegisterChatServiceServer(srv, rec)
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Stop()
+	conn, err := grpc.NewClient("passthrough:///bufnet", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(Codec{}), grpc.MaxCallSendMsgSize(8<<20)))
+	require.NoError(t, err)
+	defer conn.Close()
+	client := pb.NewChatServiceClient(conn)
+	var want [][]byte
+	for i, n := range []int{600_000, 300_000, 150_000, 70_000, 20_000, 5_000, 600_000, 1_000} {
+		text := strings.Repeat(string(rune('a'+i)), n)
+		req := &pb.ChatCompletionRequest{Model: "m", Messages: []*pb.ChatMessage{{Role: "user", Content: structpb.NewStringValue(text)}}}
+		data, err := proto.Marshal(req)
+		require.NoError(t, err)
+		var alone pb.ChatCompletionRequest // the same bytes decoded from one fresh buffer
+		require.NoError(t, Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, &alone))
+		require.Greater(t, len(alone.GetMessagesJson()), n, "transcoded: the conversation is in messages_json")
+		want = append(want, alone.GetMessagesJson())
+		_, err = client.CreateChatCompletion(context.Background(), req)
+		require.NoError(t, err)
+	}
+	require.Len(t, rec.got, len(want))
+	for i := range want {
+		require.True(t, bytes.Equal(want[i], rec.got[i]), "message %d (%d bytes) arrived changed", i, len(want[i]))
+	}
 }

@@ -3,13 +3,16 @@ package codec
 import (
 	"math/bits"
 	"sync"
+
+	"google.golang.org/grpc/mem"
 )
 
 // dirtyPool is a mem.BufferPool whose buffers are not cleared when handed out:
-// Unmarshal gathers a received message into one with a copy that overwrites
-// every byte of it (grpc-go's default pool clears each buffer it hands out, which
-// for a 512 KB message cost 4 % of the call). Sizes are powers of two from 4 KiB
-// to 16 MiB; others are allocated and dropped.
+// each one's user writes every byte it reads. grpc-go's pools clear each buffer
+// they hand out, which for a 512 KB message cost 4 % of the call, once for the
+// frames it arrived in and again for the buffer Unmarshal gathers them into.
+// Sizes are powers of two from 4 KiB to 16 MiB; others are allocated and
+// dropped.
 type dirtyPool struct {
 	tiers [maxTier - minTier + 1]sync.Pool
 }
@@ -17,6 +20,14 @@ type dirtyPool struct {
 const minTier, maxTier = 12, 24
 
 var gatherPool = &dirtyPool{}
+
+// Buffers is the pool the gRPC server reads messages into (grpc-go's
+// experimental.BufferPool): data frames, read whole into the buffers it takes
+// (an HTTP/2 frame is read with io.ReadFull, a compacted backlog copied in
+// whole), and the gathering of a message that crosses frames. A buffer above
+// 16 KiB is at most twice what it holds (grpc-go's default tiers jump from 32
+// KiB to 1 MiB).
+var Buffers mem.BufferPool = gatherPool
 
 func tierOf(n int) int {
 	if n <= 1<<minTier {
