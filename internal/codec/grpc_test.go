@@ -31,22 +31,29 @@ func (s *chatServer) CreateChatCompletion(context.Context, *pb.ChatCompletionReq
 	return &pb.ChatCompletion{Id: "x"}, nil
 }
 
+// serveChat serves chat with this codec (and opts) over an in-memory
+// connection until t ends, and gives a client of it that sends with the codec.
+func serveChat(t *testing.T, chat pb.ChatServiceServer, opts ...grpc.ServerOption) pb.ChatServiceClient {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
+	srv := grpc.NewServer(append([]grpc.ServerOption{grpc.ForceServerCodecV2(Codec{})}, opts...)...)
+	pb.RegisterChatServiceServer(srv, chat)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient("passthrough:///bufnet", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(Codec{}), grpc.MaxCallSendMsgSize(8<<20)))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	return pb.NewChatServiceClient(conn)
+}
+
 // Over gRPC, a request nested past the limit never reaches the handler, and the
 // caller is told why. (grpc-go reports every codec error as codes.Internal, with
 // the codec's text.)
 func TestDeepRequestOverGRPCNeverReachesTheHandler(t *testing.T) {
-	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer(grpc.ForceServerCodecV2(Codec{}))
 	chat := &chatServer{}
-	pb.RegisterChatServiceServer(srv, chat)
-	go func() { _ = srv.Serve(lis) }()
-	defer srv.Stop()
-	conn, err := grpc.NewClient("passthrough:///bufnet", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(Codec{})))
-	require.NoError(t, err)
-	defer conn.Close()
-	client := pb.NewChatServiceClient(conn)
+	client := serveChat(t, chat)
 
 	deep := func(n int) *pb.ChatCompletionRequest { // n JSON levels
 		v := structpb.NewListValue(&structpb.ListValue{})
@@ -55,7 +62,7 @@ func TestDeepRequestOverGRPCNeverReachesTheHandler(t *testing.T) {
 		}
 		return &pb.ChatCompletionRequest{Model: "m", Extra: &structpb.Struct{Fields: map[string]*structpb.Value{"x": v}}}
 	}
-	_, err = client.CreateChatCompletion(context.Background(), deep(openaijson.MaxDepth))
+	_, err := client.CreateChatCompletion(context.Background(), deep(openaijson.MaxDepth))
 	require.NoError(t, err)
 	require.Equal(t, 1, chat.calls)
 	_, err = client.CreateChatCompletion(context.Background(), deep(openaijson.MaxDepth+1))
@@ -79,18 +86,8 @@ func (s *recordingServer) CreateChatCompletion(_ context.Context, req *pb.ChatCo
 // message, longer and shorter than the one before it, arrives as sent, with
 // nothing of an earlier one in it.
 func TestMessagesReadIntoReusedBuffersArriveWhole(t *testing.T) {
-	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer(grpc.ForceServerCodecV2(Codec{}), experimental.BufferPool(Buffers))
 	rec := &recordingServer{}
-	pb.RegisterChatServiceServer(srv, rec)
-	go func() { _ = srv.Serve(lis) }()
-	defer srv.Stop()
-	conn, err := grpc.NewClient("passthrough:///bufnet", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(Codec{}), grpc.MaxCallSendMsgSize(8<<20)))
-	require.NoError(t, err)
-	defer conn.Close()
-	client := pb.NewChatServiceClient(conn)
+	client := serveChat(t, rec, experimental.BufferPool(Buffers))
 	var want [][]byte
 	for i, n := range []int{600_000, 300_000, 150_000, 70_000, 20_000, 5_000, 600_000, 1_000} {
 		text := strings.Repeat(string(rune('a'+i)), n)

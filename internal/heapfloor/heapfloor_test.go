@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"testing"
+
+	"github.com/switchyard/switchyard/internal/testutil"
 )
 
 func TestPercentMakesTheGoalTheFloorOrGosOwn(t *testing.T) {
@@ -54,27 +56,13 @@ func read(name string) uint64 {
 	return s[0].Value.Uint64()
 }
 
-// collectUntil runs collections until done says so, at most 50.
-func collectUntil(done func() bool) bool {
-	for range 50 {
-		runtime.GC()
-		for range 10 {
-			if done() {
-				return true
-			}
-			runtime.Gosched()
-		}
-	}
-	return done()
-}
-
 func TestTheHeapGoalIsTheFloor(t *testing.T) {
 	const floor = 32 << 20
 	none := func(string) string { return "" }
 	t.Run("the goal reaches the floor, not past it", func(t *testing.T) {
 		stop := Start(floor, none)
 		defer stop()
-		ok := collectUntil(func() bool { return read("/gc/heap/goal:bytes") >= floor })
+		ok := testutil.CollectUntil(func() bool { return read("/gc/heap/goal:bytes") >= floor })
 		if goal := read("/gc/heap/goal:bytes"); !ok || goal > floor+floor/8 {
 			t.Fatalf("with a %d-byte floor over a test's heap the goal is %d", floor, goal)
 		}
@@ -83,12 +71,12 @@ func TestTheHeapGoalIsTheFloor(t *testing.T) {
 		was := debug.SetGCPercent(150)
 		defer debug.SetGCPercent(was)
 		small, large := Start(8<<20, none), Start(floor, none)
-		if !collectUntil(func() bool { return read("/gc/heap/goal:bytes") >= floor }) {
+		if !testutil.CollectUntil(func() bool { return read("/gc/heap/goal:bytes") >= floor }) {
 			t.Fatalf("two floors: the goal is %d, want the larger floor", read("/gc/heap/goal:bytes"))
 		}
 		large()
 		large() // twice: nothing more
-		if !collectUntil(func() bool { return read("/gc/heap/goal:bytes") < floor/2 }) {
+		if !testutil.CollectUntil(func() bool { return read("/gc/heap/goal:bytes") < floor/2 }) {
 			t.Fatalf("after the larger floor stopped the goal is %d", read("/gc/heap/goal:bytes"))
 		}
 		small()
