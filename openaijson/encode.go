@@ -468,13 +468,25 @@ func appendPlainBlocks[T string | []byte](b []byte, s T) (_ []byte, start, i int
 		for _, m := range specials[:k] {
 			for ; m != 0; m &= m - 1 {
 				p := i + bits.TrailingZeros64(m)
-				b = appendEscape(append(b, s[start:p]...), s[p])
+				b = appendEscape(appendRun(b, data, start, p), s[p])
 				start = p + 1
 			}
 			i += 64
 		}
 	}
 	return b, start, i
+}
+
+// appendRun appends data[start:p]. A run of up to 32 bytes, with 32 bytes of
+// data from start and room for 32 in b, goes in one fixed-size move (the bytes
+// past p are written over next) instead of a call of memmove: in text that
+// escapes every few words, most runs are short.
+func appendRun(b, data []byte, start, p int) []byte {
+	if l := len(b); p-start <= 16 && len(data)-start >= 16 && cap(b)-l >= 16 {
+		*(*[16]byte)(b[l : l+16]) = *(*[16]byte)(data[start : start+16])
+		return b[:l+p-start]
+	}
+	return append(b, data[start:p]...)
 }
 
 // asIs says whether s[i], in valid UTF-8, is a byte of a character of 0x80 and
