@@ -66,8 +66,9 @@ type Server struct {
 	// or unset; false turns the per-key series off.
 	KeyMetrics *bool `yaml:"key_metrics"`
 	// HeapFloorBytes is the heap size below which the garbage collector does not
-	// run (internal/heapfloor); unset means DefaultHeapFloorBytes, 0 turns it off.
-	// With GOGC set in the environment, Go's pacing is left as the user set it.
+	// run, above which it runs at GOGC=50 (internal/heapfloor); unset means
+	// DefaultHeapFloorBytes, 0 leaves Go's own pacing. With GOGC set in the
+	// environment, pacing is left as the user set it.
 	HeapFloorBytes *int64 `yaml:"heap_floor_bytes"`
 }
 

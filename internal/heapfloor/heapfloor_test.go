@@ -10,7 +10,7 @@ import (
 	"github.com/switchyard/switchyard/internal/testutil"
 )
 
-func TestPercentMakesTheGoalTheFloorOrGosOwn(t *testing.T) {
+func TestPercentMakesTheGoalTheFloorOrBases(t *testing.T) {
 	const mb = 1 << 20
 	cases := []struct {
 		name  string
@@ -20,12 +20,13 @@ func TestPercentMakesTheGoalTheFloorOrGosOwn(t *testing.T) {
 	}{
 		{"small live heap: the goal is the floor", Heap{2 * mb, 0}, 32 * mb, 800},
 		{"roots count in the goal", Heap{2 * mb, 6 * mb}, 32 * mb, 375},
-		{"Go's own goal at the floor", Heap{16 * mb, 0}, 32 * mb, 100},
-		{"Go's own goal above the floor", Heap{64 * mb, 4 * mb}, 32 * mb, 100},
+		{"half the floor: the floor", Heap{16 * mb, 0}, 32 * mb, 100},
+		{"base's goal just above the floor", Heap{22 * mb, 0}, 32 * mb, 50},
+		{"base's goal above the floor", Heap{64 * mb, 4 * mb}, 32 * mb, 50},
 		{"just under half the floor", Heap{15 * mb, 0}, 32 * mb, 114},
 		{"a tiny live heap: held by the minimum", Heap{64 << 10, 0}, 32 * mb, 800},
-		{"a floor at Go's minimum: Go's own", Heap{64 << 10, 0}, 4 * mb, 100},
-		{"no collection yet (live unknown): Go's own", Heap{0, 1 * mb}, 32 * mb, 100},
+		{"a floor at Go's minimum: base", Heap{64 << 10, 0}, 4 * mb, 50},
+		{"no collection yet (live unknown): base", Heap{0, 1 * mb}, 32 * mb, 50},
 		{"a huge floor: no overflow", Heap{1, 0}, math.MaxUint64 / 2, math.MaxInt32},
 	}
 	for _, tc := range cases {
@@ -39,12 +40,12 @@ func TestPercentMakesTheGoalTheFloorOrGosOwn(t *testing.T) {
 			}
 			scan := tc.heap.Live + tc.heap.Roots
 			goal := max(tc.heap.Live+scan*uint64(got)/100, minHeap*uint64(got)/100)
-			own := max(tc.heap.Live+scan, minHeap)
+			own := max(tc.heap.Live+scan*base/100, minHeap*base/100)
 			if goal < tc.floor && goal < own {
-				t.Fatalf("goal %d is below the floor %d and Go's own %d", goal, tc.floor, own)
+				t.Fatalf("goal %d is below the floor %d and base's %d", goal, tc.floor, own)
 			}
 			if goal > max(tc.floor+scan/50, own) {
-				t.Fatalf("goal %d is above both the floor %d and Go's own %d", goal, tc.floor, own)
+				t.Fatalf("goal %d is above both the floor %d and base's %d", goal, tc.floor, own)
 			}
 		})
 	}
