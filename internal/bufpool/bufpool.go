@@ -73,7 +73,10 @@ func Get(n int) Ref {
 		return Ref{}
 	}
 	class := classOf(n)
-	l := shelves[class].take()
+	l, cold := shelves[class].take()
+	if l == nil || cold {
+		cool(class, sizeOf(class))
+	}
 	if l == nil {
 		l = newLease(class)
 	}

@@ -26,18 +26,47 @@ var shelves [classes]shelf
 // collections is the count of garbage collections when gcwatch last called.
 var collections atomic.Uint32
 
-// take is the buffer given back last, or nil.
-func (s *shelf) take() *lease {
+// take is the buffer given back last, or nil; cold when its pages were given
+// back (they come back, zeroed, as it is written).
+func (s *shelf) take() (l *lease, cold bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := len(s.free)
 	if n == 0 {
-		return nil
+		return nil, false
 	}
-	l := s.free[n-1]
+	l = s.free[n-1]
 	s.free[n-1], s.free = nil, s.free[:n-1]
-	l.cold = false // its pages come back, zeroed, as it is written
-	return l
+	cold, l.cold = l.cold, false
+	return l, cold
+}
+
+// cool gives back the pages of warm buffers waiting on shelves other than
+// class c's, those waiting longest first, until about n bytes are given back:
+// what a buffer of class c about to take pages from the system will hold. So
+// the system holds about as much as is lent at the busiest, not each size's
+// busiest at once: a load that moves from one size to another (or stops, and
+// comes back at another size: no collection runs while it is idle) does not
+// keep the old size's buffers as well.
+func cool(c, n int) {
+	for i := range shelves {
+		if i == c || n <= 0 {
+			continue
+		}
+		s := &shelves[i]
+		s.mu.Lock()
+		for _, l := range s.free {
+			if n <= 0 {
+				break
+			}
+			if l.mapped && !l.cold {
+				dropPages(l.buf[:cap(l.buf)])
+				l.cold = true
+				n -= cap(l.buf)
+			}
+		}
+		s.mu.Unlock()
+	}
 }
 
 func (s *shelf) put(l *lease) {

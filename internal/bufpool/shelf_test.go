@@ -104,3 +104,63 @@ func TestALostBufferComesBack(t *testing.T) {
 	}
 	t.Fatal("a lost buffer did not come back after 20 collections")
 }
+
+// A buffer that takes pages from the system (mapped new, or lent again cold)
+// has buffers of other sizes waiting warm give theirs back first: a load that
+// moves from one size to another does not hold both.
+func TestTakingPagesCoolsOtherSizes(t *testing.T) {
+	if _, mapped := mapBuf(MinSize); !mapped {
+		t.Skip("buffers are not mapped here")
+	}
+	for i := range shelves { // what other tests left: lent no more, and not waiting warm
+		for l, _ := shelves[i].take(); l != nil; l, _ = shelves[i].take() {
+		}
+	}
+	warm := func() (*lease, []byte) {
+		r := Get(MaxSize)
+		b := r.Buf()[:MaxSize]
+		for i := range b {
+			b[i] = 0xAA
+		}
+		r.Release()
+		return r.l, b
+	}
+	cases := []struct {
+		name string
+		lend func() Ref // a lending of another size that takes pages
+	}{
+		{"a buffer mapped new", func() Ref { return Get(MinSize + 1) }},
+		{"a cold buffer lent again", func() Ref {
+			r := Get(MinSize + 1)
+			r.Release()
+			dropPages(r.l.buf[:cap(r.l.buf)])
+			r.l.cold = true // as trim leaves it
+			return Get(MinSize + 1)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l, b := warm()
+			r := tc.lend()
+			defer r.Release()
+			if !l.cold || b[MaxSize/2] != 0 {
+				t.Fatal("a warm buffer of another size kept its pages")
+			}
+		})
+	}
+	t.Run("a warm buffer lent again cools nothing", func(t *testing.T) {
+		big := Get(MaxSize) // lent while the small one warms up: none cools it
+		r := Get(MinSize + 1)
+		r.Release()
+		l, b := big.l, big.Buf()[:MaxSize]
+		for i := range b {
+			b[i] = 0xAA
+		}
+		big.Release()
+		again := Get(MinSize + 1) // warm
+		defer again.Release()
+		if l.cold || b[MaxSize/2] != 0xAA {
+			t.Fatal("a warm lending took the pages of a buffer of another size")
+		}
+	})
+}
