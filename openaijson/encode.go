@@ -477,10 +477,10 @@ func appendPlainBlocks[T string | []byte](b []byte, s T) (_ []byte, start, i int
 	return b, start, i
 }
 
-// appendRun appends data[start:p]. A run of up to 32 bytes, with 32 bytes of
-// data from start and room for 32 in b, goes in one fixed-size move (the bytes
+// appendRun appends data[start:p]. A run of up to 16 bytes, with 16 bytes of
+// data from start and room for 16 in b, goes in one fixed-size move (the bytes
 // past p are written over next) instead of a call of memmove: in text that
-// escapes every few words, most runs are short.
+// escapes every few words, most runs are short (a 32-byte move was slower).
 func appendRun(b, data []byte, start, p int) []byte {
 	if l := len(b); p-start <= 16 && len(data)-start >= 16 && cap(b)-l >= 16 {
 		*(*[16]byte)(b[l : l+16]) = *(*[16]byte)(data[start : start+16])

@@ -2,6 +2,7 @@ package openaijson
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -49,9 +50,6 @@ func InspectChunk(data []byte) (ChunkInfo, error) {
 	if err != nil {
 		return ChunkInfo{}, failure(data, chunkError(data, err))
 	}
-	if info.Complete && !faithful(data) {
-		info.Complete = false
-	}
 	return info, nil
 }
 
@@ -87,9 +85,6 @@ func InspectCompletion(data []byte) (CompletionInfo, error) {
 	info, at, err := inspect(data, true)
 	if err != nil {
 		return CompletionInfo{}, err
-	}
-	if info.Complete && !faithful(data) {
-		info.Complete = false
 	}
 	return CompletionInfo{ID: at.id.in(data), Model: at.model.in(data), Error: info.Error, Choices: info.Choices, Usage: info.Usage,
 		PromptTokens: info.PromptTokens, CompletionTokens: info.CompletionTokens, TotalTokens: info.TotalTokens,
@@ -173,11 +168,8 @@ func inspect(data []byte, completion bool) (ChunkInfo, texts, error) {
 	}
 	info.UsageOnly = info.Usage && nChoices == 0
 	info.Choices = nChoices
-	if completion {
-		info.Complete = id && object && created && model && choices && indexes && filled && info.Usage
-	} else {
-		info.Complete = id && object && created && model && choices && indexes
-	}
+	info.Complete = id && object && created && model && choices && indexes && (!completion || filled && info.Usage)
+	info.Complete = info.Complete && err == nil && faithful(data) // its bytes say what decoding would
 	return info, at, err
 }
 
@@ -380,12 +372,19 @@ func (s *scanner) inspectChoice() (hasIndex bool, index int64, finished, content
 	return hasIndex, index, finished, content, err
 }
 
+// ReasoningKeys are the delta members upstreams stream reasoning in (kept as
+// unknown members): a string in one of them starts the answer.
+var ReasoningKeys = [...]string{"reasoning_content", "reasoning"}
+
 // deltaContent is what of a delta starts the answer (providers.HasContent),
 // by member: each counts the last time it is given.
-type deltaContent struct{ text, refusal, toolCalls, reasoning, reasoningAlt bool }
+type deltaContent struct {
+	text, refusal, toolCalls bool
+	reasoning                [len(ReasoningKeys)]bool
+}
 
 func (d deltaContent) any() bool {
-	return d.text || d.refusal || d.toolCalls || d.reasoning || d.reasoningAlt
+	return d.text || d.refusal || d.toolCalls || slices.Contains(d.reasoning[:], true)
 }
 
 func (s *scanner) inspectDelta(k []byte, d *deltaContent) error {
@@ -401,20 +400,15 @@ func (s *scanner) inspectDelta(k []byte, d *deltaContent) error {
 		n := 0
 		err = s.checkList(func() error { n++; return s.object(s.checkToolCall) })
 		d.toolCalls = n > 0
-	case "reasoning_content", "reasoning": // kept as unknown members: a string counts
-		set := false
-		if s.peek() == '"' {
-			set, err = s.checkStrSet(true)
-		} else {
-			err = s.checkValue()
-		}
-		if string(k) == "reasoning" {
-			d.reasoningAlt = set
-		} else {
-			d.reasoning = set
-		}
 	default:
-		err = s.checkValue()
+		i := slices.Index(ReasoningKeys[:], string(k))
+		if i < 0 || s.peek() != '"' {
+			if i >= 0 {
+				d.reasoning[i] = false // not a string: no reasoning
+			}
+			return s.checkValue()
+		}
+		d.reasoning[i], err = s.checkStrSet(true)
 	}
 	return err
 }

@@ -94,8 +94,7 @@ var inString, inKey = func() (str, key [256]bool) {
 }()
 
 // equalStr reports whether the next value is the string want written without
-// escapes (so that it decodes to want), and reads it if so. want comes from a
-// decoded string: valid UTF-8, as the bytes then are.
+// escapes, in valid UTF-8 (so that it decodes to want), and reads it if so.
 func (s *scanner) equalStr(want string) bool {
 	if want == "" || s.peek() != '"' {
 		return false

@@ -1,9 +1,9 @@
 package providers
 
-import pb "github.com/switchyard/switchyard/gen/switchyard/v1"
-
-// reasoningKeys are the delta members upstreams stream reasoning in.
-var reasoningKeys = []string{"reasoning_content", "reasoning"}
+import (
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/openaijson"
+)
 
 // HasContent reports whether chunk starts the answer: text, reasoning, a refusal,
 // a tool-call delta, or a finish (an empty answer is an answer). A role-only
@@ -15,7 +15,7 @@ func HasContent(chunk *pb.ChatCompletionChunk) bool {
 		if d.GetContent() != "" || d.GetRefusal() != "" || len(d.GetToolCalls()) > 0 || ch.GetFinishReason() != "" {
 			return true
 		}
-		for _, k := range reasoningKeys {
+		for _, k := range openaijson.ReasoningKeys {
 			if v := d.GetExtra().GetFields()[k]; v != nil && v.GetStringValue() != "" {
 				return true
 			}

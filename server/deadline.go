@@ -24,13 +24,17 @@ func (d *writeDeadline) before(rc *http.ResponseController) {
 	if d.timeout <= 0 {
 		return
 	}
-	now := time.Now()
-	if d.now != nil {
-		now = d.now()
-	}
+	now := d.clock()
 	if !d.at.IsZero() && now.Sub(d.at) < d.timeout/16 {
 		return
 	}
 	d.at = now
 	_ = rc.SetWriteDeadline(now.Add(d.timeout))
+}
+
+func (d *writeDeadline) clock() time.Time {
+	if d.now != nil {
+		return d.now()
+	}
+	return time.Now()
 }

@@ -60,8 +60,7 @@ func cool(c, n int) {
 				break
 			}
 			if l.mapped && !l.cold {
-				dropPages(l.buf[:cap(l.buf)])
-				l.cold = true
+				l.chill()
 				n -= cap(l.buf)
 			}
 		}
@@ -88,8 +87,7 @@ func (s *shelf) trim(now uint32) {
 		case waited && !l.mapped:
 			continue // on the Go heap: the collector takes it
 		case waited && !l.cold:
-			dropPages(l.buf[:cap(l.buf)])
-			l.cold = true
+			l.chill()
 		}
 		kept = append(kept, l)
 	}
@@ -115,10 +113,16 @@ type lost struct {
 }
 
 func reclaim(b lost) {
-	dropPages(b.buf[:cap(b.buf)])
-	l := &lease{buf: b.buf, class: b.class, mapped: true, cold: true}
+	l := &lease{buf: b.buf, class: b.class, mapped: true}
+	l.chill()
 	runtime.AddCleanup(l, reclaim, b)
 	shelves[b.class].put(l)
+}
+
+// chill gives the buffer's pages back to the system; it reads as zeros after.
+func (l *lease) chill() {
+	dropPages(l.buf[:cap(l.buf)])
+	l.cold = true
 }
 
 func init() {

@@ -133,8 +133,7 @@ func TestTakingPagesCoolsOtherSizes(t *testing.T) {
 		{"a cold buffer lent again", func() Ref {
 			r := Get(MinSize + 1)
 			r.Release()
-			dropPages(r.l.buf[:cap(r.l.buf)])
-			r.l.cold = true // as trim leaves it
+			r.l.chill() // as trim leaves it
 			return Get(MinSize + 1)
 		}},
 	}
