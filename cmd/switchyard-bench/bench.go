@@ -262,6 +262,11 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	defer floor.stop()
+	relayFloor, err := startProc(ctx, env, "relay", "--upstream", upURL)
+	if err != nil {
+		return err
+	}
+	defer relayFloor.stop()
 	sy, err := startProc(ctx, env, "switchyard", "--upstream", upURL, "--cpuprofile", *profile, "--memprofile", *memProfile,
 		"--usage-store", *ledger)
 	if err != nil {
@@ -277,6 +282,12 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 	}
 	defer conn.Close()
 	chat := pb.NewChatServiceClient(conn)
+	relayConn, err := grpc.NewClient(relayFloor.addrs["grpc"], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer relayConn.Close()
+	relayChat := pb.NewChatServiceClient(relayConn)
 
 	type run struct {
 		name, mode string
@@ -296,6 +307,9 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 			{"floor (reverse proxy)", "rest-stream", floor, restDo(client, floorURL, pr, true), spec(floorURL, false, true)},
 			{"switchyard", "rest-stream", sy, restDo(client, syURL, pr, true), spec(syURL, false, true)},
 			{"switchyard", "grpc-stream", sy, grpcDo(chat, pr, true), spec(sy.addrs["grpc"], true, true)},
+			// The gRPC floor, last so the rows above keep their places.
+			{"floor (gRPC relay)", "grpc", relayFloor, grpcDo(relayChat, pr, false), spec(relayFloor.addrs["grpc"], true, false)},
+			{"floor (gRPC relay)", "grpc-stream", relayFloor, grpcDo(relayChat, pr, true), spec(relayFloor.addrs["grpc"], true, true)},
 		}
 	}
 	modes := map[string]bool{}
@@ -372,6 +386,11 @@ func bench(ctx context.Context, args []string, w io.Writer) error {
 		if r := ratios(2, 1); r != "not run" {
 			fmt.Fprintf(&summary, "  gRPC unary / REST: %s (target CPU/req <= 1)\n", r)
 		}
+		fmt.Fprintf(&summary, "  against the gRPC floor (grpc-go relaying the message's bytes, no gateway work):\n")
+		fmt.Fprintf(&summary, "    gRPC floor / REST floor, non-stream: %s\n", ratios(6, 0))
+		fmt.Fprintf(&summary, "    gRPC floor / REST floor, stream:     %s\n", ratios(7, 3))
+		fmt.Fprintf(&summary, "    Switchyard gRPC / gRPC floor, non-stream: %s\n", ratios(2, 6))
+		fmt.Fprintf(&summary, "    Switchyard gRPC / gRPC floor, stream:     %s\n", ratios(5, 7))
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "%s", summary.String())

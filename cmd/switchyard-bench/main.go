@@ -27,6 +27,8 @@ func main() {
 			err = serveUpstream(ctx, os.Args[2:])
 		case "proxy":
 			err = serveProxy(ctx, os.Args[2:])
+		case "relay":
+			err = serveRelay(ctx, os.Args[2:])
 		case "switchyard":
 			err = serveSwitchyard(ctx, os.Args[2:])
 		case "load":

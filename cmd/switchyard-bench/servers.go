@@ -67,7 +67,7 @@ func serveUpstream(ctx context.Context, args []string) error {
 		case r.URL.Path == "/v1/models":
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, models)
-		case strings.Contains(string(body), `"stream":true`):
+		case strings.Contains(string(body), `"stream":true`) || r.URL.Query().Get("stream") == "true": // the query: the gRPC floor's
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = io.WriteString(w, stream)
 		default:
