@@ -14,7 +14,13 @@ import (
 func TestAllocationCeilings(t *testing.T) {
 	resp, _ := os.ReadFile("../internal/fakeupstream/testdata/chat_completion.json")
 	stream, _ := os.ReadFile("../internal/fakeupstream/testdata/chat_completion_stream.txt")
-	chunk := []byte(strings.TrimPrefix(strings.SplitN(string(stream), "\n", 2)[0], "data: "))
+	events := strings.SplitN(string(stream), "\n\n", 3)
+	chunk := []byte(strings.TrimPrefix(events[0], "data: "))
+	second := []byte(strings.TrimPrefix(events[1], "data: "))
+	var first pb.ChatCompletionChunk
+	if err := openaijson.UnmarshalChunk(chunk, &first); err != nil {
+		t.Fatal(err)
+	}
 	var req pb.ChatCompletionRequest
 	var c pb.ChatCompletionChunk
 	var r pb.ChatCompletion
@@ -27,7 +33,9 @@ func TestAllocationCeilings(t *testing.T) {
 		{"decode request", 45, func() { _ = openaijson.Unmarshal([]byte(benchRequest), &req) }},
 		{"decode response", 105, func() { _ = openaijson.Unmarshal(resp, &r) }},
 		{"decode chunk", 45, func() { _ = openaijson.Unmarshal(chunk, &c) }},
-		{"decode chunk (fast path)", 25, func() { _ = openaijson.UnmarshalChunk(chunk, &c) }},
+		{"decode chunk (fast path)", 21, func() { _ = openaijson.UnmarshalChunk(chunk, &c) }},
+		// its first choice, delta and content in one block; its repeated strings the chunk's before
+		{"decode chunk after another", 13, func() { _ = openaijson.UnmarshalChunkAfter(second, &c, &first) }},
 		{"decode response (fast path)", 60, func() { _ = openaijson.UnmarshalCompletion(resp, &r) }},
 		{"encode request", 8, func() { buf = openaijson.Append(buf[:0], &req) }},
 		{"encode response", 5, func() { buf = openaijson.Append(buf[:0], &r) }},

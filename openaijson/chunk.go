@@ -66,13 +66,23 @@ func (d *chunkDecoder) str() (string, bool) {
 
 // optStr reads a string or null (unset) into an optional field.
 func (d *chunkDecoder) optStr(dst **string) bool {
+	return d.optStrIn(dst, nil)
+}
+
+// optStrIn is optStr keeping the string in slot (when not nil) instead of a
+// string of its own on the heap.
+func (d *chunkDecoder) optStrIn(dst **string, slot *string) bool {
 	*dst = nil
 	if d.s.peek() == 'n' {
 		return d.s.literal("null")
 	}
 	v, ok := d.str()
 	if ok {
-		*dst = &v
+		if slot == nil {
+			slot = new(string)
+		}
+		*slot = v
+		*dst = slot
 	}
 	return ok
 }
@@ -159,11 +169,28 @@ func (d *chunkDecoder) chunk(c *pb.ChatCompletionChunk) bool {
 		}
 		c.Choices = nil // a member given twice: the last counts
 		return d.array(func() bool {
+			if len(c.Choices) == 0 {
+				b := &choiceBlock{}
+				b.choices[0] = &b.choice
+				c.Choices = b.choices[:]
+				return d.choice(&b.choice, b)
+			}
 			ch := &pb.ChunkChoice{}
 			c.Choices = append(c.Choices, ch)
-			return d.choice(ch)
+			return d.choice(ch, nil)
 		})
 	})
+}
+
+// choiceBlock is a chunk's first choice, its delta, the one-element slice that
+// holds it and its content, in one allocation instead of five: most chunks
+// have one choice whose delta is one string.
+type choiceBlock struct {
+	choice    pb.ChunkChoice
+	delta     pb.ChatDelta
+	choices   [1]*pb.ChunkChoice
+	content   string
+	deltaUsed bool // a delta given twice: the last counts, in a ChatDelta of its own
 }
 
 // envelope points at the members a chat.completion and a chat.completion.chunk
@@ -213,7 +240,8 @@ func (d *chunkDecoder) envelopeMember(key []byte, h envelope) bool {
 	return ok
 }
 
-func (d *chunkDecoder) choice(ch *pb.ChunkChoice) bool {
+// choice decodes a choice; b, when not nil, is the block ch lives in.
+func (d *chunkDecoder) choice(ch *pb.ChunkChoice, b *choiceBlock) bool {
 	return d.object(func(key []byte) bool {
 		var ok bool
 		switch string(key) {
@@ -224,8 +252,13 @@ func (d *chunkDecoder) choice(ch *pb.ChunkChoice) bool {
 			if d.s.peek() == 'n' {
 				return d.s.literal("null")
 			}
-			ch.Delta = &pb.ChatDelta{}
-			ok = d.delta(ch.Delta)
+			if b != nil && !b.deltaUsed {
+				b.deltaUsed = true
+				ch.Delta = &b.delta
+			} else {
+				ch.Delta = &pb.ChatDelta{}
+			}
+			ok = d.delta(ch.Delta, b)
 		case "finish_reason":
 			ok = d.optStr(&ch.FinishReason)
 		case "logprobs":
@@ -239,14 +272,19 @@ func (d *chunkDecoder) choice(ch *pb.ChunkChoice) bool {
 	})
 }
 
-func (d *chunkDecoder) delta(dl *pb.ChatDelta) bool {
+// delta decodes a delta; b, when not nil, holds its content.
+func (d *chunkDecoder) delta(dl *pb.ChatDelta, b *choiceBlock) bool {
 	return d.object(func(key []byte) bool {
 		var ok bool
 		switch string(key) {
 		case "role":
 			ok = d.optStr(&dl.Role)
 		case "content":
-			ok = d.optStr(&dl.Content)
+			if b != nil {
+				ok = d.optStrIn(&dl.Content, &b.content)
+			} else {
+				ok = d.optStr(&dl.Content)
+			}
 		case "refusal":
 			ok = d.optStr(&dl.Refusal)
 		case "tool_calls":

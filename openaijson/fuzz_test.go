@@ -37,6 +37,10 @@ func seeds(f *testing.F) {
 		`{"x":` + nested(openaijson.MaxDepth-1, "") + `}`, `{"x":` + nested(openaijson.MaxDepth, "") + `}`,
 		`{"x":` + nested(10_000, "") + `}`, `{"x":` + nested(openaijson.MaxDepth, "") + `,`,
 		head + `"choices":[{"index":0,"delta":{},"logprobs":{"a":` + nested(openaijson.MaxDepth-3, "1") + `}}]}`,
+		// members given twice (the last counts) where the first choice's block is reused or not
+		head + `"choices":[{"delta":{"role":"assistant","content":"a"},"delta":{"content":"b"}}]}`,
+		head + `"choices":[{"delta":{"content":"a","content":null,"refusal":"r"}},{"delta":{"content":"c"}}]}`,
+		head + `"choices":[{"delta":{"content":"a"}}],"choices":[{"delta":{"role":"user"},"delta":null}]}`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -96,12 +96,12 @@ func (Codec) Marshal(v any) (mem.BufferSlice, error) {
 		return fallback.Marshal(v)
 	}
 	size := m.SizeVT()
-	if mem.IsBelowBufferPoolingThreshold(size) {
-		buf := make([]byte, size)
+	if size <= smallMax {
+		data, buf := smallFor(size)
 		if _, err := m.MarshalToSizedBufferVT(buf); err != nil {
 			return nil, err
 		}
-		return mem.BufferSlice{mem.SliceBuffer(buf)}, nil
+		return data, nil
 	}
 	pool := mem.DefaultBufferPool()
 	buf := pool.Get(size)

@@ -118,7 +118,7 @@ func TestLargeMessagesUsePooledBuffers(t *testing.T) {
 	require.False(t, plain, "a large message's buffer comes from the pool")
 	small, err := Codec{}.Marshal(&pb.ChatCompletionRequest{Model: "m"})
 	require.NoError(t, err)
-	_, plain = small[0].(mem.SliceBuffer)
+	_, plain = small[0].(*mem.SliceBuffer)
 	require.True(t, plain, "a small one is a plain slice")
 	got := &pb.ChatCompletionRequest{}
 	require.NoError(t, unmarshalAs(data, got))
@@ -500,17 +500,45 @@ func BenchmarkUnmarshal(b *testing.B) {
 }
 
 // TestMarshalAllocations holds the codec to its allocation ceiling (a regression
-// fails CI without timing anything): the output buffer and its two wrappers.
+// fails CI without timing anything): a short message (a chunk, an answer) is
+// its bytes and one for their two wrappers; a long one the pool's buffer and
+// its two wrappers.
 func TestMarshalAllocations(t *testing.T) {
 	for _, m := range samples(t)[:5] {
-		allocs := testing.AllocsPerRun(200, func() {
-			data, err := Codec{}.Marshal(m)
-			if err != nil {
-				t.Fatal(err)
+		t.Run(fmt.Sprintf("%T", m), func(t *testing.T) {
+			ceiling := 3.0
+			if proto.Size(m) <= smallMax {
+				ceiling = 2
 			}
-			data.Free()
+			allocs := testing.AllocsPerRun(200, func() {
+				data, err := Codec{}.Marshal(m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				data.Free()
+			})
+			require.LessOrEqual(t, allocs, ceiling, "%d bytes", proto.Size(m))
 		})
-		require.LessOrEqual(t, allocs, 3.0, "%T", m)
+	}
+}
+
+// TestSmallMessagesAtEverySize: each size up to smallMax is encoded whole, in
+// a buffer of its own length.
+func TestSmallMessagesAtEverySize(t *testing.T) {
+	for size := 0; size <= smallMax; size++ {
+		m := &pb.ChatCompletionChunk{Id: strings.Repeat("x", max(size-3, 0))}
+		n := proto.Size(m)
+		if n > smallMax {
+			break
+		}
+		data, err := Codec{}.Marshal(m)
+		require.NoError(t, err)
+		require.Len(t, data, 1)
+		require.Equal(t, n, data.Len())
+		require.Len(t, data[0].ReadOnlyData(), n)
+		got := &pb.ChatCompletionChunk{}
+		require.NoError(t, proto.Unmarshal(data.Materialize(), got))
+		require.True(t, proto.Equal(m, got), "%d bytes", n)
 	}
 }
 
