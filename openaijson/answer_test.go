@@ -61,12 +61,12 @@ func sameAnswerEncoding(t *testing.T, data []byte) {
 			t.Fatalf("%s: fast path %s, generic %s, for %q", what, fast, generic, data)
 		}
 	}
-	same("completion", appendCompletion(nil, &c), appendObject(nil, c.ProtoReflect(), nil))
+	same("completion", appendCompletion(nil, &c), appendObject(nil, c.ProtoReflect(), nil, nil))
 	for _, ch := range c.Choices {
-		same("choice", appendChoice(nil, ch), appendObject(nil, ch.ProtoReflect(), nil))
+		same("choice", appendChoice(nil, ch), appendObject(nil, ch.ProtoReflect(), nil, nil))
 	}
 	if c.Usage != nil {
-		same("usage", appendUsage(nil, c.Usage), appendObject(nil, c.Usage.ProtoReflect(), nil))
+		same("usage", appendUsage(nil, c.Usage), appendObject(nil, c.Usage.ProtoReflect(), nil, nil))
 	}
 }
 

@@ -38,7 +38,7 @@ func sameMessageEncoding(t *testing.T, data []byte) {
 		return
 	}
 	for _, m := range req.Messages {
-		fast, generic := appendChatMessage(nil, m), appendObject(nil, m.ProtoReflect(), nil)
+		fast, generic := appendChatMessage(nil, m), appendObject(nil, m.ProtoReflect(), nil, nil)
 		if len(m.ToolCalls) == 0 && string(fast) != string(generic) {
 			t.Fatalf("fast path %s, generic %s, for %q", fast, generic, data)
 		}

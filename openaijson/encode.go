@@ -36,6 +36,17 @@ func Append(b []byte, msg proto.Message) []byte {
 // encoder's own bytes, appended to b, and between them each raw field's bytes as
 // they are, not copied. Their concatenation is what Append writes.
 func AppendPieces(b []byte, msg proto.Message) [][]byte {
+	return appendPieces(b, msg, nil)
+}
+
+// AppendRequestPieces is AppendPieces for req as it goes upstream: its model,
+// stream and stream_options are up's, its other members its own (req is not
+// changed, nor copied).
+func AppendRequestPieces(b []byte, req *pb.ChatCompletionRequest, up Upstream) [][]byte {
+	return appendPieces(b, req, &up)
+}
+
+func appendPieces(b []byte, msg proto.Message, up *Upstream) [][]byte {
 	type piece struct {
 		from, to int
 		raw      []byte
@@ -46,7 +57,7 @@ func AppendPieces(b []byte, msg proto.Message) [][]byte {
 		ps = append(ps, piece{from: from, to: len(b)}, piece{raw: raw})
 		from = len(b)
 		return b
-	})
+	}, up)
 	ps = append(ps, piece{from: from, to: len(b)})
 	out := make([][]byte, 0, len(ps))
 	for _, p := range ps { // offsets: b's array may have moved as it grew
@@ -78,7 +89,7 @@ func appendMessage(b []byte, m protoreflect.Message) []byte {
 			return appendUsage(b, v)
 		}
 	}
-	return appendObject(b, m, nil)
+	return appendObject(b, m, nil, nil)
 }
 
 // The fields of the messages written without reflection, for their members in Extra.
@@ -182,8 +193,9 @@ func appendChatMessage(b []byte, m *pb.ChatMessage) []byte {
 }
 
 // appendObject writes m; a raw JSON field's bytes go through raw when it is set
-// (AppendPieces), and are copied in otherwise.
-func appendObject(b []byte, m protoreflect.Message, raw func(b, json []byte) []byte) []byte {
+// (AppendPieces), and are copied in otherwise. up, when not nil, gives the
+// values of the members it sets (m is a chat request).
+func appendObject(b []byte, m protoreflect.Message, raw func(b, json []byte) []byte, up *Upstream) []byte {
 	md := m.Descriptor()
 	switch md.FullName() {
 	case "google.protobuf.Struct":
@@ -195,54 +207,48 @@ func appendObject(b []byte, m protoreflect.Message, raw func(b, json []byte) []b
 	}
 	b = append(b, '{')
 	first := true
-	fields := md.Fields()
-	var extraFd protoreflect.FieldDescriptor
-	for i := 0; i < fields.Len(); i++ {
-		fd := fields.Get(i)
-		if fd.Name() == ExtraField && extraField(md) != nil {
-			extraFd = fd
-			continue
-		}
+	plan := planOf(md)
+	for i := range plan.fields {
+		f := &plan.fields[i]
+		var v protoreflect.Value
+		set := true
 		switch {
-		case fd.IsList():
-			if m.Get(fd).List().Len() == 0 && !alwaysLists[fd.Name()] {
-				continue
+		case up != nil && f.up != upNone:
+			v, set = up.value(f.up)
+		case f.list:
+			v = m.Get(f.fd)
+			set = v.List().Len() > 0 || f.always
+		case f.isMap:
+			v = m.Get(f.fd)
+			set = v.Map().Len() > 0
+		case f.presence:
+			if set = m.Has(f.fd); set {
+				v = m.Get(f.fd)
 			}
-		case fd.IsMap():
-			if m.Get(fd).Map().Len() == 0 {
-				continue
-			}
-		case fd.HasPresence():
-			if !m.Has(fd) {
-				continue
-			}
+		default:
+			v = m.Get(f.fd)
 		}
-		name, rawAs := string(fd.Name()), rawName(fd)
-		if rawAs != "" {
-			if len(m.Get(fd).Bytes()) == 0 {
-				continue
-			}
-			name = rawAs
+		if !set || f.raw && len(v.Bytes()) == 0 {
+			continue
 		}
 		if !first {
 			b = append(b, ',')
 		}
 		first = false
-		b = appendString(b, name)
+		b = appendString(b, f.name)
 		b = append(b, ':')
-		if rawAs != "" { // JSON as it arrived
-			if raw != nil {
-				b = raw(b, m.Get(fd).Bytes())
-			} else {
-				b = append(b, m.Get(fd).Bytes()...)
-			}
-			continue
+		switch {
+		case !f.raw:
+			b = appendField(b, v, f.fd)
+		case raw != nil: // JSON as it arrived
+			b = raw(b, v.Bytes())
+		default:
+			b = append(b, v.Bytes()...)
 		}
-		b = appendField(b, m.Get(fd), fd)
 	}
-	if extraFd != nil && m.Has(extraFd) {
-		extra := m.Get(extraFd).Message().Interface().(*structpb.Struct)
-		b = appendMembers(b, extra, fields, first)
+	if plan.extra != nil && m.Has(plan.extra) {
+		extra := m.Get(plan.extra).Message().Interface().(*structpb.Struct)
+		b = appendMembers(b, extra, plan.known, first)
 	}
 	return append(b, '}')
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/internal/bufpool"
@@ -121,26 +120,20 @@ func (c *Client) Close() { c.http.CloseIdleConnections() }
 // stream flag, and every member the client sent (unknown ones included).
 // req.Body is left untouched.
 func (c *Client) upstreamBody(req *providers.Request, stream bool) providers.Pieces {
-	out := &pb.ChatCompletionRequest{}
-	dst := out.ProtoReflect()
-	req.Body.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		dst.Set(fd, v)
-		return true
-	})
-	out.Model = c.bodyModel(req.Model)
-	out.Stream = stream
-	if !stream {
-		out.StreamOptions = nil
-	} else if req.IncludeUsage && !req.Body.GetStreamOptions().GetIncludeUsage() {
-		yes := true
-		out.StreamOptions = &pb.StreamOptions{IncludeUsage: &yes, Extra: req.Body.GetStreamOptions().GetExtra()}
+	up := openaijson.Upstream{Model: c.bodyModel(req.Model), Stream: stream}
+	if stream {
+		up.StreamOptions = req.Body.GetStreamOptions()
+		if req.IncludeUsage && !up.StreamOptions.GetIncludeUsage() {
+			yes := true
+			up.StreamOptions = &pb.StreamOptions{IncludeUsage: &yes, Extra: req.Body.GetStreamOptions().GetExtra()}
+		}
 	}
 	// One allocation of about the right size: the JSON is the proto's bytes plus
 	// member names and escapes (growing the buffer as it fills copied a long
 	// prompt some twenty times). A conversation kept as it arrived is not in it:
 	// it is sent from the request's own buffer.
-	size := out.SizeVT() - len(out.MessagesJson)
-	return openaijson.AppendPieces(make([]byte, 0, size+size/8+512), out)
+	size := req.Body.SizeVT() - len(req.Body.MessagesJson)
+	return openaijson.AppendRequestPieces(make([]byte, 0, size+size/8+512), req.Body, up)
 }
 
 // newRequest builds a request to url (see endpoint) with the client's headers and
