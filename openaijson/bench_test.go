@@ -137,3 +137,35 @@ func BenchmarkDecodeChunkAfter(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkChunkReader reads a stream's next chunk after one with the same
+// envelope (ChunkReader), against UnmarshalChunkAfter, which reads it again.
+func BenchmarkChunkReader(b *testing.B) {
+	const head = `{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1769092764,"model":"gpt-4o","service_tier":"default","system_fingerprint":"fp_29330a9688",`
+	first := []byte(head + `"choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}]}`)
+	next := []byte(head + `"choices":[{"index":0,"delta":{"content":"World! "},"logprobs":null,"finish_reason":null}]}`)
+	b.Run("reader", func(b *testing.B) {
+		var r openaijson.ChunkReader
+		if err := r.Next(first, &pb.ChatCompletionChunk{}); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := r.Next(next, &pb.ChatCompletionChunk{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("after", func(b *testing.B) {
+		var prev pb.ChatCompletionChunk
+		if err := openaijson.UnmarshalChunk(first, &prev); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := openaijson.UnmarshalChunkAfter(next, &pb.ChatCompletionChunk{}, &prev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

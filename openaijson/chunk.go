@@ -35,6 +35,17 @@ func UnmarshalChunkAfter(data []byte, c, prev *pb.ChatCompletionChunk) error {
 type chunkDecoder struct {
 	s    scanner
 	prev *pb.ChatCompletionChunk
+	head headTrack
+}
+
+// headTrack follows what a chunk's members before "choices" were, for
+// ChunkReader: end is where they end (0: unknown), plain says they were
+// envelope members only (no usage, no unknown member), later that an envelope
+// member came after "choices" too.
+type headTrack struct {
+	end          int
+	choices      bool
+	plain, later bool
 }
 
 // strAs reads a string, giving back was itself when the string is was
@@ -162,10 +173,22 @@ func (d *chunkDecoder) array(item func() bool) bool {
 }
 
 func (d *chunkDecoder) chunk(c *pb.ChatCompletionChunk) bool {
+	return d.object(d.chunkMember(c))
+}
+
+// chunkMember decodes one member of a chunk into c.
+func (d *chunkDecoder) chunkMember(c *pb.ChatCompletionChunk) func(key []byte) bool {
 	h := envelope{&c.Id, &c.Object, &c.Created, &c.Model, &c.SystemFingerprint, &c.ServiceTier, &c.Usage, &c.Extra}
-	return d.object(func(key []byte) bool {
+	return func(key []byte) bool {
 		if string(key) != "choices" {
+			d.noteHead(key)
 			return d.envelopeMember(key, h)
+		}
+		if !d.head.choices {
+			d.head.choices = true
+			if p := d.s.pos - len(`"choices":`); p > 0 && string(d.s.data[p:d.s.pos]) == `"choices":` {
+				d.head.end = p // written plainly, as the next chunk's will be
+			}
 		}
 		c.Choices = nil // a member given twice: the last counts
 		return d.array(func() bool {
@@ -179,7 +202,17 @@ func (d *chunkDecoder) chunk(c *pb.ChatCompletionChunk) bool {
 			c.Choices = append(c.Choices, ch)
 			return d.choice(ch, nil)
 		})
-	})
+	}
+}
+
+// noteHead notes a member other than choices for headTrack.
+func (d *chunkDecoder) noteHead(key []byte) {
+	switch string(key) {
+	case "id", "object", "created", "model", "system_fingerprint", "service_tier":
+		d.head.later = d.head.later || d.head.choices
+	default:
+		d.head.plain = d.head.plain && d.head.choices
+	}
 }
 
 // choiceBlock is a chunk's first choice, its delta, the one-element slice that

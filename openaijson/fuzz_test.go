@@ -388,3 +388,48 @@ func FuzzChunkAfter(f *testing.F) {
 		}
 	})
 }
+
+// FuzzChunkReader: each chunk of a stream read by a ChunkReader (which takes a
+// repeated envelope's values from the chunk read before) is the chunk decoded
+// alone, with the same error, and the chunks before are left as they were. The
+// input is a stream: one chunk per line.
+func FuzzChunkReader(f *testing.F) {
+	head := `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","system_fingerprint":"fp_1","service_tier":"default",`
+	for _, seed := range [][]string{
+		{head + `"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`, head + `"choices":[{"index":0,"delta":{"content":"a"}}]}`,
+			head + `"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, head + `"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`},
+		{head + `"choices":[]}`, head + `"choices":[],"id":"other"}`, head + `"choices":[]}`},                     // an envelope member after choices
+		{head + `"choices":[]}`, head + `"choices" :[]}`, head + `"choices":[] , "model":"m2"}`, head + `"x":1}`}, // spaced, no choices
+		{`{"usage":null,"id":"a","choices":[]}`, `{"usage":null,"id":"a","choices":[{"index":0,"delta":{"content":"b"}}]}`},
+		{`{"id":"a","x":{"y":1},"choices":[]}`, `{"id":"a","x":{"y":1},"choices":[]}`},
+		{`{"choices":[{"index":0,"delta":{"content":"a"}}]}`, `{"choices":[{"index":0,"delta":{"content":"b"}}]}`, `{"choices":1}`, `{"choices":[`},
+		{`{"id":"a","id":"b","choices":[]}`, `{"id":"a","id":"b","choices":[],"choices":[{"index":1,"delta":{}}]}`},
+		{`{"id":"\u00e9","choices":[]}`, `{"id":"\u00e9","choices":[]}`, `{"id":"\u00e9","choices":[],"extra":1}`},
+		{head + `"choices":[]}`, head + `"choices":[]}}`, head + `"choices":[]`, head + `"choices":[]} `},
+	} {
+		f.Add([]byte(strings.Join(seed, "\n")))
+	}
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		var r openaijson.ChunkReader
+		var read []*pb.ChatCompletionChunk
+		var kept []proto.Message
+		for _, data := range bytes.Split(stream, []byte("\n")) {
+			var got, alone pb.ChatCompletionChunk
+			err := r.Next(data, &got)
+			if aloneErr := openaijson.UnmarshalChunk(data, &alone); !sameError(err, aloneErr) {
+				t.Fatalf("error %v, alone %v, for %q in %q", err, aloneErr, data, stream)
+			}
+			if err == nil && !proto.Equal(&got, &alone) {
+				t.Fatalf("%v, alone %v, for %q in %q", &got, &alone, data, stream)
+			}
+			for i, c := range read {
+				if !proto.Equal(c, kept[i]) {
+					t.Fatalf("reading %q changed chunk %d of %q", data, i, stream)
+				}
+			}
+			if err == nil {
+				read, kept = append(read, &got), append(kept, proto.Clone(&got))
+			}
+		}
+	})
+}

@@ -410,6 +410,12 @@ func (s *scanner) object(member func(key []byte) error) error {
 		s.depth--
 		return nil
 	}
+	return s.members(member)
+}
+
+// members is object's loop over the members from the next key on, to the
+// object's end (an object whose '{' and first members were read before).
+func (s *scanner) members(member func(key []byte) error) error {
 	for {
 		key, err := s.key()
 		if err != nil {

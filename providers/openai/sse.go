@@ -85,9 +85,9 @@ type stream struct {
 	ended    map[int32]bool
 	finished bool // every choice carried finish_reason
 
-	// last is the chunk decoded last, whose repeated strings (id, model, ...)
-	// the next one shares (openaijson.UnmarshalChunkAfter).
-	last *pb.ChatCompletionChunk
+	// chunks decodes the events in order: a chunk whose envelope (id, model,
+	// ...) repeats the one before's takes its values without reading them.
+	chunks openaijson.ChunkReader
 }
 
 // heldChunk is an event read before the stream was handed on: as sent, what
@@ -151,10 +151,9 @@ func (s *stream) settle(data []byte, info openaijson.ChunkInfo) (*pb.ChatComplet
 
 func (s *stream) decode(data []byte) (*pb.ChatCompletionChunk, error) {
 	chunk := &pb.ChatCompletionChunk{}
-	if err := openaijson.UnmarshalChunkAfter(data, chunk, s.last); err != nil {
+	if err := s.chunks.Next(data, chunk); err != nil {
 		return nil, err
 	}
-	s.last = chunk
 	if chunk.Object == "" {
 		chunk.Object = "chat.completion.chunk"
 	}
