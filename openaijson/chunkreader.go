@@ -27,10 +27,10 @@ type chunkEnvelope struct {
 	fingerprint, tier *string
 }
 
-// Next decodes the next chunk, data, into c (a chunk of its own, not one Next
-// filled before).
+// Next decodes the next chunk, data, into c, a new (empty) chunk: it is reset
+// only when it has to be read again (the generated Reset stores the message's
+// type information atomically, a cost per chunk).
 func (r *ChunkReader) Next(data []byte, c *pb.ChatCompletionChunk) error {
-	proto.Reset(c)
 	if n := len(r.head); n > 0 && len(data) > n && bytes.Equal(data[:n], r.head) {
 		c.Id, c.Object, c.Created, c.Model = r.env.id, r.env.object, r.env.created, r.env.model
 		c.SystemFingerprint, c.ServiceTier = r.env.fingerprint, r.env.tier
@@ -49,7 +49,7 @@ func (r *ChunkReader) Next(data []byte, c *pb.ChatCompletionChunk) error {
 		proto.Reset(c) // read it in full: that path names what is wrong
 	}
 	d := chunkDecoder{s: scanner{data: data}, prev: r.last, head: headTrack{plain: true}}
-	if !d.chunk(c) || !d.s.atEnd() {
+	if !d.chunk(c) || !d.s.atEnd() { // Unmarshal resets c
 		r.head = r.head[:0]
 		return Unmarshal(data, c)
 	}
