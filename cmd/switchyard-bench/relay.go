@@ -97,12 +97,15 @@ func (r *relay) post(ctx context.Context, msg mem.BufferSlice, stream bool) (*ht
 	return resp, nil
 }
 
+// The message's buffers go back to grpc-go's pool only once the upstream has
+// answered in full (it reads the whole body first): on any error the transport
+// may still be reading them, and they are left to the collector instead.
+
 func (r *relay) unary(ctx context.Context, dec func(any) error) (any, error) {
 	var msg mem.BufferSlice
 	if err := dec(&msg); err != nil {
 		return nil, err
 	}
-	defer msg.Free()
 	resp, err := r.post(ctx, msg, false)
 	if err != nil {
 		return nil, err
@@ -111,6 +114,7 @@ func (r *relay) unary(ctx context.Context, dec func(any) error) (any, error) {
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 		return nil, err
 	}
+	msg.Free()
 	return &r.answer, nil
 }
 
@@ -120,7 +124,6 @@ func (r *relay) stream(st grpc.ServerStream) error {
 		return err
 	}
 	resp, err := r.post(st.Context(), msg, true)
-	msg.Free()
 	if err != nil {
 		return err
 	}
@@ -129,6 +132,7 @@ func (r *relay) stream(st grpc.ServerStream) error {
 	for {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, io.EOF) {
+			msg.Free()
 			return nil
 		}
 		if err != nil {
@@ -161,6 +165,7 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return fmt.Errorf("relay: cannot receive into %T", v)
 	}
+	m.Free() // a second message of a call (grpc-go then refuses the call)
 	data.Ref()
 	*m = data
 	return nil

@@ -40,6 +40,16 @@ func TestUpstreamBodyAllocations(t *testing.T) {
 	}
 }
 
+// TestUpstreamBodyOfNoRequest: a request without a body (none is sent so, but
+// the old copy took it) is written as an empty one with the upstream's members.
+func TestUpstreamBodyOfNoRequest(t *testing.T) {
+	c := &Client{name: "up"}
+	got := bytes.Join(c.upstreamBody(&providers.Request{Attempt: providers.Attempt{Model: "m"}}, false), nil)
+	if want := `{"model":"m","stream":false}`; string(got) != want {
+		t.Fatalf("upstream body %s, want %s", got, want)
+	}
+}
+
 func BenchmarkUpstreamBody(b *testing.B) {
 	c := &Client{name: "up"}
 	req := &providers.Request{Body: smallChat(b), Attempt: providers.Attempt{Model: "gpt-4o", IncludeUsage: true}}

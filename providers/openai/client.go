@@ -132,7 +132,7 @@ func (c *Client) upstreamBody(req *providers.Request, stream bool) providers.Pie
 	// member names and escapes (growing the buffer as it fills copied a long
 	// prompt some twenty times). A conversation kept as it arrived is not in it:
 	// it is sent from the request's own buffer.
-	size := req.Body.SizeVT() - len(req.Body.MessagesJson)
+	size := req.Body.SizeVT() - len(req.Body.GetMessagesJson())
 	return openaijson.AppendRequestPieces(make([]byte, 0, size+size/8+512), req.Body, up)
 }
 
