@@ -17,8 +17,8 @@ func TestAllocationCeilings(t *testing.T) {
 	events := strings.SplitN(string(stream), "\n\n", 3)
 	chunk := []byte(strings.TrimPrefix(events[0], "data: "))
 	second := []byte(strings.TrimPrefix(events[1], "data: "))
-	var first pb.ChatCompletionChunk
-	if err := openaijson.UnmarshalChunk(chunk, &first); err != nil {
+	var reader openaijson.ChunkReader
+	if err := reader.Next(chunk, &pb.ChatCompletionChunk{}); err != nil {
 		t.Fatal(err)
 	}
 	var req pb.ChatCompletionRequest
@@ -34,8 +34,8 @@ func TestAllocationCeilings(t *testing.T) {
 		{"decode response", 105, func() { _ = openaijson.Unmarshal(resp, &r) }},
 		{"decode chunk", 45, func() { _ = openaijson.Unmarshal(chunk, &c) }},
 		{"decode chunk (fast path)", 21, func() { _ = openaijson.UnmarshalChunk(chunk, &c) }},
-		// its first choice, delta and content in one block; its repeated strings the chunk's before
-		{"decode chunk after another", 13, func() { _ = openaijson.UnmarshalChunkAfter(second, &c, &first) }},
+		// its first choice, delta and content in one block; its envelope the chunk's before
+		{"decode chunk after another", 13, func() { _ = reader.Next(second, &pb.ChatCompletionChunk{}) }},
 		{"decode response (fast path)", 60, func() { _ = openaijson.UnmarshalCompletion(resp, &r) }},
 		{"encode request", 8, func() { buf = openaijson.Append(buf[:0], &req) }},
 		{"encode response", 5, func() { buf = openaijson.Append(buf[:0], &r) }},

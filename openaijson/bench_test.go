@@ -121,25 +121,8 @@ func BenchmarkInspectChunk(b *testing.B) {
 	}
 }
 
-// BenchmarkDecodeChunkAfter decodes a stream's chunk after the one before it,
-// whose repeated strings it shares (against BenchmarkDecodeChunkFast: alone).
-func BenchmarkDecodeChunkAfter(b *testing.B) {
-	b.ReportAllocs()
-	data := firstChunk(b)
-	var prev pb.ChatCompletionChunk
-	if err := openaijson.UnmarshalChunk(data, &prev); err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		var c pb.ChatCompletionChunk
-		if err := openaijson.UnmarshalChunkAfter(data, &c, &prev); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkChunkReader reads a stream's next chunk after one with the same
-// envelope (ChunkReader), against UnmarshalChunkAfter, which reads it again.
+// envelope, against the chunk decoded alone (UnmarshalChunk).
 func BenchmarkChunkReader(b *testing.B) {
 	const head = `{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1769092764,"model":"gpt-4o","service_tier":"default","system_fingerprint":"fp_29330a9688",`
 	first := []byte(head + `"choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}]}`)
@@ -156,14 +139,10 @@ func BenchmarkChunkReader(b *testing.B) {
 			}
 		}
 	})
-	b.Run("after", func(b *testing.B) {
-		var prev pb.ChatCompletionChunk
-		if err := openaijson.UnmarshalChunk(first, &prev); err != nil {
-			b.Fatal(err)
-		}
+	b.Run("alone", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := openaijson.UnmarshalChunkAfter(next, &pb.ChatCompletionChunk{}, &prev); err != nil {
+			if err := openaijson.UnmarshalChunk(next, &pb.ChatCompletionChunk{}); err != nil {
 				b.Fatal(err)
 			}
 		}

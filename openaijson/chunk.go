@@ -13,17 +13,10 @@ import (
 // stream event. It fills the generated struct directly and falls back to
 // Unmarshal (which names the offending member) for anything unexpected, so its
 // result is always what Unmarshal gives.
+// A stream's chunks are read with a ChunkReader, which shares what they repeat.
 func UnmarshalChunk(data []byte, c *pb.ChatCompletionChunk) error {
-	return UnmarshalChunkAfter(data, c, nil)
-}
-
-// UnmarshalChunkAfter is UnmarshalChunk for the chunk after prev in a stream
-// (nil: none): the members every chunk of a stream repeats (id, object, model,
-// system_fingerprint, service_tier) are prev's own strings when they are the
-// same, not allocated again. c must not be prev.
-func UnmarshalChunkAfter(data []byte, c, prev *pb.ChatCompletionChunk) error {
 	proto.Reset(c)
-	d := chunkDecoder{s: scanner{data: data}, prev: prev}
+	d := chunkDecoder{s: scanner{data: data}}
 	if d.chunk(c) && d.s.atEnd() {
 		return nil
 	}
@@ -31,7 +24,10 @@ func UnmarshalChunkAfter(data []byte, c, prev *pb.ChatCompletionChunk) error {
 }
 
 // chunkDecoder reports failure as false; the caller then decodes generically.
-// prev is the stream's chunk before, whose repeated strings it reuses.
+// prev is the stream's chunk before (ChunkReader), whose repeated strings it
+// reuses: the members every chunk repeats (id, object, model,
+// system_fingerprint, service_tier) are prev's own strings when they are the
+// same, not allocated again.
 type chunkDecoder struct {
 	s    scanner
 	prev *pb.ChatCompletionChunk

@@ -13,8 +13,8 @@ import (
 // service_tier, system_fingerprint) in every chunk, byte for byte: a chunk
 // whose bytes up to its "choices" are those of the last chunk read in full,
 // and were envelope members only, takes that chunk's values for them instead
-// of reading them again. Like UnmarshalChunkAfter, a chunk shares its strings
-// with the chunks before it (they are never written through).
+// of reading them again; a chunk whose envelope is read shares the strings it
+// repeats with the chunk before (they are never written through).
 type ChunkReader struct {
 	head []byte // the envelope's bytes (nil: none to reuse)
 	env  chunkEnvelope
