@@ -299,13 +299,30 @@ func (s *scanner) rawStr(c *rawCheck) error {
 	return s.rawStrBlocks(c)
 }
 
-// rawStrBlocks is rawStr sixty-four bytes at a time (rawBlock) while they last,
-// then byte by byte (rawStrFrom).
+// rawStrBlocks is rawStr sixty-four bytes at a time while they last, then byte
+// by byte (rawStrFrom). Blocks that hold nothing to look at closer, and a last
+// one that holds only the closing quote, are read in one call
+// (bytemask.PlainRun); the first that holds more is read by rawBlock, and when
+// that call read none, the next four blocks too before it is tried again (text
+// dense with \u escapes stops it at every block).
 func (s *scanner) rawStrBlocks(c *rawCheck) error {
 	data := s.data
 	i := s.pos + 1
 	var m bytemask.Masks
-	for i+64 <= len(data) {
+	for wait := 1; i+64 <= len(data); wait-- {
+		if wait <= 0 {
+			j, end := bytemask.PlainRun(data, i)
+			if end {
+				s.pos = j
+				return nil
+			}
+			if j == i {
+				wait = 5
+			}
+			if i = j; i+64 > len(data) {
+				break
+			}
+		}
 		if i >= 3 {
 			bytemask.TextBlock((*[67]byte)(data[i-3:i+64]), &m)
 		} else {

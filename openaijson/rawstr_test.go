@@ -48,9 +48,23 @@ var stringPieces = []string{
 	"\xed\xa0\x80", "\xf4\x90\x80\x80", "\xc0\xaf", `\x`, `\u12`, `\u12g4`, "\x01", "\x1f", "\x7f", `"`, `\`,
 }
 
+// plainPieces are what long strings are mostly made of: text a block may be
+// read past without a closer look (bytemask.PlainRun).
+var plainPieces = []string{"plain text ", "a", "é", "漢字", "✓", "😀", "\u2028", `\"`, `\\`, `\/`, `\n`, `\t`, `\\\\\\`}
+
 func randomString(r *rand.Rand) []byte {
+	return randomStringOf(r, 40, 0)
+}
+
+// randomStringOf is a string of up to n pieces, plain pieces (plainPieces)
+// plain times in plain+1 (the rest stringPieces), and a few pieces after it.
+func randomStringOf(r *rand.Rand, n, plain int) []byte {
 	b := []byte{'"'}
-	for n := r.IntN(40); n > 0; n-- {
+	for n := r.IntN(n); n > 0; n-- {
+		if r.IntN(plain+1) != 0 {
+			b = append(b, plainPieces[r.IntN(len(plainPieces))]...)
+			continue
+		}
 		b = append(b, stringPieces[r.IntN(len(stringPieces))]...)
 	}
 	if r.IntN(8) != 0 {
@@ -63,13 +77,20 @@ func randomString(r *rand.Rand) []byte {
 }
 
 // The 64-byte reading says of every string what the byte-by-byte one says:
-// valid or not, where it ends, whether decoding mends it.
+// valid or not, where it ends, whether decoding mends it. Short strings of
+// any pieces, and long ones of mostly plain text with one of the others now
+// and then (read past in runs of plain blocks).
 func TestRawStrBlocksAreTheScalarReading(t *testing.T) {
+	t.Run("short", func(t *testing.T) { rawStrBlocksAreTheScalarReading(t, 40, 0) })
+	t.Run("long", func(t *testing.T) { rawStrBlocksAreTheScalarReading(t, 300, 30) })
+}
+
+func rawStrBlocksAreTheScalarReading(t *testing.T, n, plain int) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for pad := range 70 { // every alignment of the pieces to the blocks
 		t.Run(strconv.Itoa(pad), func(t *testing.T) {
 			for range 3000 {
-				s := randomString(r)
+				s := randomStringOf(r, n, plain)
 				data := append([]byte{'"'}, make([]byte, 0, pad+len(s))...)
 				for range pad {
 					data = append(data, 'x')
@@ -88,6 +109,10 @@ func FuzzRawStr(f *testing.F) {
 		f.Add(64, []byte(p+`"`))
 	}
 	f.Add(62, []byte(`\ud83d\ude00"`))
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 20 {
+		f.Add(r.IntN(130), randomStringOf(r, 300, 30)[1:])
+	}
 	f.Fuzz(func(t *testing.T, pad int, body []byte) {
 		pad = max(pad, 0) % 130
 		data := []byte{'"'}

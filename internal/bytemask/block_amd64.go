@@ -42,3 +42,9 @@ func specialBlocks(p *byte, blocks int, out *uint64)
 func textBlock512(w *[67]byte, m *Masks)
 
 var _ = textBlock512
+
+// plainBlocks512 is PlainRun's loop in AVX-512, from p within n bytes (64 or
+// more; the three bytes before p readable), its offsets from p.
+//
+//go:noescape
+func plainBlocks512(p *byte, n int) (int, bool)

@@ -432,3 +432,142 @@ utf8:
 	KMOVQ K7, 48(DI) // Invalid
 	VZEROUPPER
 	RET
+
+// func plainBlocks512(p *byte, n int) (int, bool)
+//
+// PlainRun's loop in AVX-512: from p (the three bytes before it readable), the
+// 64-byte blocks within n bytes are read while each is plain; it returns where
+// the first block that is not (or the bytes too few for one) starts, less one
+// when the block before ends in a backslash that escapes its first byte; or,
+// with true, the end of the string, when that block is plain up to a closing
+// quote (a UTF-8 error at the quote is a character it cuts short). The
+// masks are textBlock512's, with every constant kept in Z16-Z27 across
+// blocks; a block is plain when (quote &^ escaped) | control | (escaped &^
+// escape characters) | invalid is zero. Escaped is escapedAfter in general
+// registers (R15 the escape carried from the block before), so that a block's
+// start never waits for the block before it to be judged.
+TEXT ·plainBlocks512(SB), NOSPLIT, $0-25
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	XORQ AX, AX
+	XORQ R15, R15
+	VBROADCASTI32X4 quotes<>(SB), Z16
+	VBROADCASTI32X4 backslashes<>(SB), Z17
+	VBROADCASTI32X4 top3<>(SB), Z18
+	VBROADCASTI32X4 nibble<>(SB), Z19
+	VBROADCASTI32X4 lotab<>(SB), Z20
+	VBROADCASTI32X4 hitab<>(SB), Z21
+	VBROADCASTI32X4 firsthigh<>(SB), Z22
+	VBROADCASTI32X4 firstlow<>(SB), Z23
+	VBROADCASTI32X4 secondhigh<>(SB), Z24
+	VBROADCASTI32X4 lead3<>(SB), Z25
+	VBROADCASTI32X4 lead4<>(SB), Z26
+	VBROADCASTI32X4 highbits<>(SB), Z27
+	MOVQ $0x5555555555555555, R11 // even
+
+plainloop:
+	LEAQ 64(AX), DX
+	CMPQ DX, CX
+	JGT plaindone
+	LEAQ (SI)(AX*1), DI
+	VMOVDQU64 (DI), Z0
+	VPCMPEQB Z16, Z0, K2 // quote
+	VPCMPEQB Z17, Z0, K3 // backslash
+	VPTESTNMB Z18, Z0, K4 // control
+	VPANDQ Z19, Z0, Z2
+	VPSHUFB Z2, Z20, Z2
+	VPSRLW $4, Z0, Z3
+	VPANDQ Z19, Z3, Z3 // the high nibbles
+	VPSHUFB Z3, Z21, Z1
+	VPANDQ Z1, Z2, Z2
+	VPTESTMB Z19, Z2, K6 // a character of a two-byte escape
+
+	VMOVDQU64 -1(DI), Z4 // prev1
+	VMOVDQU64 -2(DI), Z5 // prev2
+	VMOVDQU64 -3(DI), Z6 // prev3
+	VPSRLW $4, Z4, Z7
+	VPANDQ Z19, Z7, Z7
+	VPSHUFB Z7, Z22, Z7
+	VPANDQ Z19, Z4, Z4
+	VPSHUFB Z4, Z23, Z4
+	VPANDQ Z7, Z4, Z4
+	VPSHUFB Z3, Z24, Z7
+	VPANDQ Z7, Z4, Z4 // the errors the pairs can show
+	VPSUBUSB Z25, Z5, Z5
+	VPSUBUSB Z26, Z6, Z6
+	VPORQ Z6, Z5, Z5
+	VPANDQ Z27, Z5, Z5 // must be a third or fourth byte
+	VPXORQ Z5, Z4, Z4
+	VPTESTMB Z4, Z4, K7 // invalid
+
+	KMOVQ K3, BX
+	MOVQ R15, R12
+	NOTQ R12
+	ANDQ R12, BX // the backslashes, less one the block before escapes
+	MOVQ BX, R12
+	SHLQ $1, R12
+	ORQ R15, R12 // follows
+	MOVQ R11, R13
+	NOTQ R13
+	ANDQ BX, R13 // backslash &^ even
+	MOVQ R12, R14
+	NOTQ R14
+	ANDQ R14, R13 // odd starts
+	ADDQ BX, R13 // even runs
+	MOVL $0, R10
+	ADCL $0, R10 // the escape carried out
+	SHLQ $1, R13
+	XORQ R11, R13
+	ANDQ R12, R13 // escaped
+
+	MOVQ R13, R14
+	NOTQ R14
+	KMOVQ K2, R8
+	ANDQ R14, R8 // quotes not escaped
+	KMOVQ K4, R9
+	ORQ R9, R8
+	KMOVQ K6, R9
+	NOTQ R9
+	ANDQ R13, R9 // escapes of no two-byte escape character
+	ORQ R9, R8
+	KMOVQ K7, R9
+	ORQ R9, R8
+	TESTQ R8, R8
+	JNZ plainstop
+
+	MOVQ R10, R15
+	ADDQ $64, AX
+	JMP plainloop
+
+plainstop: // R8 holds what stopped it, R13 the escaped bits, R14 their complement
+	KMOVQ K2, DX
+	ANDQ R14, DX // quotes not escaped
+	JZ plaindone
+	MOVQ DX, BX
+	NEGQ BX
+	ANDQ DX, BX
+	DECQ BX // before the first of them
+	KMOVQ K6, R9
+	NOTQ R9
+	ANDQ R13, R9
+	KMOVQ K4, R10
+	ORQ R10, R9
+	ANDQ BX, R9 // control characters and other escapes before it
+	KMOVQ K7, R10
+	LEAQ 1(BX)(BX*1), BX
+	ANDQ BX, R10 // UTF-8 errors up to it
+	ORQ R10, R9
+	JNZ plaindone
+	TZCNTQ DX, DX
+	LEAQ 1(AX)(DX*1), AX
+	MOVQ AX, ret+16(FP)
+	MOVB $1, ret1+24(FP)
+	VZEROUPPER
+	RET
+
+plaindone:
+	SUBQ R15, AX
+	MOVQ AX, ret+16(FP)
+	MOVB $0, ret1+24(FP)
+	VZEROUPPER
+	RET

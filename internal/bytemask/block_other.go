@@ -19,3 +19,5 @@ func utf8Blocks(*byte, int, *byte) (bool, bool) { panic("bytemask: utf8Blocks wi
 func stopsBlock(*[64]byte) (uint64, uint64) { panic("bytemask: stopsBlock without AVX2") }
 
 func specialBlocks(*byte, int, *uint64) { panic("bytemask: specialBlocks without AVX2") }
+
+func plainBlocks512(*byte, int) (int, bool) { panic("bytemask: plainBlocks512 without AVX-512") }
