@@ -150,11 +150,10 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 	}
 	// A gRPC client that stops reading blocks Send once its flow-control window is
 	// full: after writeTimeout the upstream stream is released instead of pinned.
-	var blocked *time.Timer
+	var watch *sendWatch
 	if s.writeTimeout > 0 && sse == nil {
-		blocked = time.AfterFunc(time.Hour, release)
-		blocked.Stop()
-		defer blocked.Stop()
+		watch = watchSends(s.writeTimeout, release)
+		defer watch.stop()
 	}
 	first := true
 	for {
@@ -188,12 +187,12 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 		if sse != nil && pender != nil {
 			sse.more = pender.Pending()
 		}
-		if blocked != nil {
-			blocked.Reset(s.writeTimeout)
+		if watch != nil {
+			watch.sending()
 		}
 		err = out.Send(chunk)
-		if blocked != nil {
-			blocked.Stop()
+		if watch != nil {
+			watch.sent()
 		}
 		if err != nil {
 			return err
