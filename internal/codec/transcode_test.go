@@ -249,3 +249,28 @@ func FuzzTranscodeSplit(f *testing.F) {
 		sameFromBuffers(t, data, split(data, cuts...))
 	})
 }
+
+// TestLongHistoryAllocationCeiling: a long history is transcoded with a
+// handful of allocations whatever its number of messages (the message list is
+// kept from call to call, not grown per request): a regression fails CI
+// without timing anything.
+func TestLongHistoryAllocationCeiling(t *testing.T) {
+	for _, n := range []int{10, 700, 5000} {
+		t.Run(strconv.Itoa(n)+" messages", func(t *testing.T) {
+			req := &pb.ChatCompletionRequest{Model: "m"}
+			for range n {
+				req.Messages = append(req.Messages, &pb.ChatMessage{Role: "user", Content: structpb.NewStringValue("a \"turn\" of text,\nwith é ✓")})
+			}
+			data, err := proto.Marshal(req)
+			require.NoError(t, err)
+			bufs := split(data)
+			allocs := testing.AllocsPerRun(50, func() {
+				got := &pb.ChatCompletionRequest{}
+				if err := (Codec{}).Unmarshal(bufs, got); err != nil || len(got.MessagesJson) == 0 {
+					t.Fatal(err)
+				}
+			})
+			require.LessOrEqual(t, allocs, 8.0)
+		})
+	}
+}
