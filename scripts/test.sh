@@ -30,5 +30,8 @@ echo "== Helm chart: helm lint, helm template decoded strictly as Kubernetes obj
 echo "== buffers mapped outside the Go heap (a -race build lends heap slices instead: its detector sees only Go memory)"
 go test -count=1 ./internal/bufpool
 
+echo "== allocation ceilings that rest on sync.Pool (a -race build's pool drops a quarter of what is put back)"
+go test -count=1 -run 'AllocationCeiling' ./internal/codec
+
 echo "== go test -race"
 go test -race -count=1 "$@" ./...

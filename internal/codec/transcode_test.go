@@ -255,6 +255,9 @@ func FuzzTranscodeSplit(f *testing.F) {
 // kept from call to call, not grown per request): a regression fails CI
 // without timing anything.
 func TestLongHistoryAllocationCeiling(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a -race build's sync.Pool drops a quarter of what is put back, so the list regrows: scripts/test.sh runs this ceiling without -race")
+	}
 	for _, n := range []int{10, 700, 5000} {
 		t.Run(strconv.Itoa(n)+" messages", func(t *testing.T) {
 			req := &pb.ChatCompletionRequest{Model: "m"}
