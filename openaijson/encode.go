@@ -461,15 +461,29 @@ func appendStrBy[T string | []byte](b []byte, s T, strict, blocks bool) ([]byte,
 
 // appendPlainBlocks writes the whole blocks of 64 bytes of s, valid UTF-8
 // without U+2028 or U+2029 (its characters of 0x80 and above all go as they
-// are): it stops only at quotes, backslashes and control characters, their
-// bits for 32 blocks at a time from one call (bytemask.Specials). It returns
-// where the plain text not written yet starts and where the blocks end, for
-// appendStrBy's loop to go on from.
+// are). Where the machine has it, bytemask.EscapeBlocks writes the blocks
+// whose control characters all have two-byte escapes (and the bytes after the
+// last whole block), and the others are written here one at a time; elsewhere here, 32 blocks at a time: the
+// writing stops only at quotes, backslashes and control characters, their
+// bits from one call (bytemask.Specials). It returns where the plain text not
+// written yet starts and where the blocks end, for appendStrBy's loop to go
+// on from.
 func appendPlainBlocks[T string | []byte](b []byte, s T) (_ []byte, start, i int) {
 	data := bytesOf(s)
 	var specials [32]uint64
 	for n := len(data); i+64 <= n; {
 		k := min((n-i)>>6, len(specials))
+		if bytemask.Escaper {
+			b = append(b, data[start:i]...) // EscapeBlocks writes from i
+			start = i
+			var read int
+			if b, read = bytemask.EscapeBlocks(b, data[i:]); read > 0 {
+				i += read
+				start = i
+				continue
+			}
+			k = 1 // a block with a control character written \u00XX
+		}
 		bytemask.Specials(data[i:], specials[:k])
 		for _, m := range specials[:k] {
 			for ; m != 0; m &= m - 1 {

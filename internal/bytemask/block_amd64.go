@@ -48,3 +48,15 @@ var _ = textBlock512
 //
 //go:noescape
 func plainBlocks512(p *byte, n int) (int, bool)
+
+// Escaper says EscapeBlocks reads blocks here (escapeBlocks512, AVX-512 with
+// VBMI and VBMI2): elsewhere it reads none.
+var Escaper = avx512 && cpu.X86.HasAVX512VBMI && cpu.X86.HasAVX512VBMI2 && cpu.X86.HasBMI2 && cpu.X86.HasPOPCNT
+
+// escapeBlocks512 is EscapeBlocks' loop in AVX-512: it writes at dst, within
+// room bytes (it stores up to 128 past what it has written), the escaping of
+// src's 64-byte blocks within n bytes, and returns how many bytes it wrote and
+// read.
+//
+//go:noescape
+func escapeBlocks512(dst *byte, room int, src *byte, n int) (written, read int)

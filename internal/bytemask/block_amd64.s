@@ -571,3 +571,111 @@ plaindone:
 	MOVB $0, ret1+24(FP)
 	VZEROUPPER
 	RET
+
+// escletters: the letter of each control character's two-byte escape, by the
+// character (\t \n \r), 0 for the others; VPERMB reads it by a byte's low six
+// bits.
+DATA escletters<>+0(SB)/8, $0
+DATA escletters<>+8(SB)/8, $0x00007200006e7400
+DATA escletters<>+16(SB)/8, $0
+DATA escletters<>+24(SB)/8, $0
+DATA escletters<>+32(SB)/8, $0
+DATA escletters<>+40(SB)/8, $0
+DATA escletters<>+48(SB)/8, $0
+DATA escletters<>+56(SB)/8, $0
+GLOBL escletters<>(SB), RODATA|NOPTR, $64
+
+// func escapeBlocks512(dst *byte, room int, src *byte, n int) (written, read int)
+//
+// EscapeBlocks' loop (AVX-512 BW, VBMI, VBMI2; BMI2): each 64-byte block of
+// src within n bytes, and then the bytes too few for a block (loaded under a
+// mask, as a block whose other bytes are nothing), is written at dst while
+// 128 bytes of room are left. A block with no quote, backslash or control
+// character is stored as it is; in another, each control character becomes
+// its letter (a block with one that has none stops the loop) and each half of
+// 32 bytes is expanded into 32 to 64 bytes with VPEXPANDB: every byte takes
+// the odd slot of its pair of slots, an escaped byte's even slot holds its
+// backslash, and the slots not used are dropped (the expand mask is PEXT(odd
+// slots, used slots)). DX is the bytes of the block (64, or fewer at the
+// end): a short block writes what a whole one would less the 64-DX bytes past
+// its end, which are last.
+TEXT ·escapeBlocks512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ room+8(FP), R10
+	MOVQ src+16(FP), SI
+	MOVQ n+24(FP), CX
+	XORQ AX, AX // read
+	XORQ R12, R12 // written
+	VBROADCASTI32X4 quotes<>(SB), Z16
+	VBROADCASTI32X4 backslashes<>(SB), Z17
+	VBROADCASTI32X4 top3<>(SB), Z18
+	VMOVDQU64 escletters<>(SB), Z19
+	MOVQ $0x5555555555555555, R8 // even slots
+	MOVQ $0xaaaaaaaaaaaaaaaa, R9 // odd slots
+
+escloop:
+	MOVQ CX, DX
+	SUBQ AX, DX
+	JLE escdone
+	LEAQ 128(R12), R11
+	CMPQ R11, R10
+	JGT escdone
+	MOVQ $64, R11
+	CMPQ DX, R11
+	CMOVQGT R11, DX // the block's bytes
+	MOVQ $-1, R11
+	BZHIQ DX, R11, R11
+	KMOVQ R11, K7
+	VMOVDQU8.Z (SI)(AX*1), K7, Z0
+	VPCMPEQB Z16, Z0, K7, K1
+	VPCMPEQB Z17, Z0, K7, K2
+	VPTESTNMB Z18, Z0, K7, K3 // control
+	KORQ K1, K2, K4
+	KORQ K3, K4, K4
+	KORTESTQ K4, K4
+	JNZ escspecial
+	VMOVDQU64 Z0, (DI)(R12*1)
+	ADDQ DX, AX
+	ADDQ DX, R12
+	JMP escloop
+
+escspecial:
+	VPERMB Z19, Z0, Z1 // each byte's letter, by its low six bits
+	VPTESTNMB Z1, Z1, K5
+	KANDQ K3, K5, K5
+	KORTESTQ K5, K5
+	JNZ escdone // a control character written \u00XX: the caller's
+	VMOVDQU8 Z1, K3, Z0 // control characters become their letters
+	KMOVQ K4, BX
+
+	MOVL BX, R11 // the first 32 bytes
+	PDEPQ R8, R11, R11
+	ORQ R9, R11
+	POPCNTQ R11, R13
+	PEXTQ R11, R9, R11
+	KMOVQ R11, K6
+	VMOVDQA64 Z17, Z2
+	VPEXPANDB Z0, K6, Z2
+	VMOVDQU64 Z2, (DI)(R12*1)
+	ADDQ R13, R12
+
+	SHRQ $32, BX // the last 32
+	PDEPQ R8, BX, BX
+	ORQ R9, BX
+	POPCNTQ BX, R13
+	PEXTQ BX, R9, BX
+	KMOVQ BX, K6
+	VEXTRACTI64X4 $1, Z0, Y3
+	VMOVDQA64 Z17, Z2
+	VPEXPANDB Z3, K6, Z2
+	VMOVDQU64 Z2, (DI)(R12*1)
+	LEAQ -64(R12)(R13*1), R12
+	ADDQ DX, R12
+	ADDQ DX, AX
+	JMP escloop
+
+escdone:
+	MOVQ R12, written+32(FP)
+	MOVQ AX, read+40(FP)
+	VZEROUPPER
+	RET

@@ -21,3 +21,10 @@ func stopsBlock(*[64]byte) (uint64, uint64) { panic("bytemask: stopsBlock withou
 func specialBlocks(*byte, int, *uint64) { panic("bytemask: specialBlocks without AVX2") }
 
 func plainBlocks512(*byte, int) (int, bool) { panic("bytemask: plainBlocks512 without AVX-512") }
+
+// Escaper says EscapeBlocks reads blocks here: never.
+const Escaper = false
+
+func escapeBlocks512(*byte, int, *byte, int) (int, int) {
+	panic("bytemask: escapeBlocks512 without AVX-512")
+}

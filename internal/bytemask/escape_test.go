@@ -1,0 +1,111 @@
+package bytemask
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// escapeCases are valid UTF-8 texts without U+2028 or U+2029, with each thing
+// EscapeBlocks escapes or stops at placed across the blocks' edges.
+func escapeCases() map[string][]byte {
+	prose := strings.Repeat("The gateway forwards each request; Café, naïve, 漢字, ✓ 😀. ", 40)
+	dense := strings.Repeat("line \"one\"\n\tpath C:\\dir\\x\r\n", 60)
+	with := func(base string, at int, s string) []byte { return []byte(base[:at] + s + base[at:]) }
+	return map[string][]byte{
+		"prose":                   []byte(prose),
+		"dense escapes":           []byte(dense),
+		"all quotes":              bytes.Repeat([]byte{'"'}, 640),
+		"all backslashes":         bytes.Repeat([]byte{'\\'}, 640),
+		"all newlines":            bytes.Repeat([]byte{'\n'}, 640),
+		"escapes in one half":     []byte(strings.Repeat(strings.Repeat("a", 32)+strings.Repeat(`"`, 32), 10)),
+		"a control character":     with(dense, 700, "\x01"),
+		"a backspace":             with(prose, 130, "\b"),
+		"a form feed at an edge":  with(prose, 128, "\f"),
+		"a nul in the first":      with(dense, 0, "\x00"),
+		"a unit separator":        with(dense, 1000, "\x1f"),
+		"delete is not a control": []byte(strings.Repeat("x\x7f\"", 300)),
+		"less than a block":       []byte(dense[:63]),
+		"a control in the last":   with(dense[:1000], 990, "\x02"),
+		"a tab at the very end":   []byte(dense[:129] + "\t"),
+		"empty":                   nil,
+	}
+}
+
+// TestEscapeBlocksIsTheBytesReading: EscapeBlocks writes and reads what the
+// byte-by-byte reading does, in every case, after what b held, whatever room
+// b has (the loop stops for room and goes on).
+func TestEscapeBlocksIsTheBytesReading(t *testing.T) {
+	if !Escaper {
+		t.Skip("EscapeBlocks reads nothing without AVX-512 VBMI2")
+	}
+	for name, s := range escapeCases() {
+		t.Run(name, func(t *testing.T) {
+			for _, room := range []int{0, 1, 127, 128, 200, len(s), 2*len(s) + 128} {
+				sameEscaping(t, s, room)
+			}
+		})
+	}
+}
+
+// sameEscaping holds EscapeBlocks to escapeBlocksGo on s, after a prefix, with
+// room bytes of capacity past it.
+func sameEscaping(t *testing.T, s []byte, room int) {
+	t.Helper()
+	b := make([]byte, 3, 3+room)
+	copy(b, "ab\"")
+	got, gotRead := EscapeBlocks(b, s)
+	want, wantRead := escapeBlocksGo([]byte("ab\""), s)
+	if gotRead != wantRead || !bytes.Equal(got, want) {
+		t.Fatalf("room %d: read %d, wrote\n%q\nthe bytes' reading: read %d, wrote\n%q", room, gotRead, got, wantRead, want)
+	}
+}
+
+// TestEscapeBlocksOfRandomText: random valid text of the characters that
+// matter, at every length to a few blocks.
+func TestEscapeBlocksOfRandomText(t *testing.T) {
+	if !Escaper {
+		t.Skip("EscapeBlocks reads nothing without AVX-512 VBMI2")
+	}
+	r := rand.New(rand.NewPCG(7, 11))
+	pieces := []string{"a", "b", " ", `"`, `\`, "\n", "\r", "\t", "é", "漢", "😀", "\x7f", "\x01", "\b"}
+	for n := range 400 {
+		var sb strings.Builder
+		for sb.Len() < n {
+			p := pieces[r.IntN(len(pieces))]
+			if (p == "\x01" || p == "\b") && r.IntN(20) != 0 {
+				continue
+			}
+			sb.WriteString(p)
+		}
+		sameEscaping(t, []byte(sb.String()), r.IntN(3*n+200))
+	}
+}
+
+// FuzzEscapeBlocks holds EscapeBlocks to the bytes' reading on any valid
+// UTF-8 without U+2028 or U+2029.
+func FuzzEscapeBlocks(f *testing.F) {
+	for _, s := range escapeCases() {
+		f.Add(s, uint16(len(s)))
+	}
+	f.Fuzz(func(t *testing.T, s []byte, room uint16) {
+		if !Escaper || !utf8.Valid(s) || bytes.Contains(s, []byte("\u2028")) || bytes.Contains(s, []byte("\u2029")) {
+			t.Skip()
+		}
+		sameEscaping(t, s, int(room))
+	})
+}
+
+func BenchmarkEscapeBlocks(b *testing.B) {
+	s := escapeCases()["dense escapes"]
+	for len(s) < 512<<10 {
+		s = append(s, s...)
+	}
+	out := make([]byte, 0, 2*len(s)+128)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		out, _ = EscapeBlocks(out[:0], s)
+	}
+}
