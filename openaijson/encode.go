@@ -482,7 +482,7 @@ func appendPlainBlocks[T string | []byte](b []byte, s T) (_ []byte, start, i int
 				start = i
 				continue
 			}
-			k = 1 // a block with a control character written \u00XX
+			k = 1 // a block with a control character written \u00XX, or too little room in b
 		}
 		bytemask.Specials(data[i:], specials[:k])
 		for _, m := range specials[:k] {

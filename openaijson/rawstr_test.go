@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/switchyard/switchyard/internal/bytemask"
 	"github.com/switchyard/switchyard/internal/testutil"
@@ -160,6 +161,33 @@ func TestAppendStrBlocksAreTheWordReading(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAppendStrFitsWhereItsOutputFits: a string written into a buffer with
+// room for exactly its encoding is written there, with no allocation: the
+// blocks' escaper stores past what it writes, and must leave the last blocks
+// to a writing that does not where the buffer has too little room for that.
+func TestAppendStrFitsWhereItsOutputFits(t *testing.T) {
+	prose := strings.Repeat("Plain prose, Café ✓ 漢字. ", 200)
+	code := strings.Repeat("if (a[\"k\"] == '\\n') {\n\treturn \"x\";\r\n}\n", 100)
+	for _, base := range []string{prose, code} {
+		for _, n := range []int{64, 65, 127, 128, 129, 200, 640, 1000, 3000} {
+			s := base[:n]
+			for !utf8.ValidString(s) {
+				s = s[:len(s)-1]
+			}
+			t.Run(strconv.Itoa(len(s)), func(t *testing.T) {
+				want, _ := appendStrBy(nil, s, false, false)
+				b := make([]byte, 0, len(want))
+				var got []byte
+				allocs := testing.AllocsPerRun(10, func() { got, _ = appendStr(b, s, false) })
+				if string(got) != string(want) || allocs != 0 || cap(got) != len(want) {
+					t.Fatalf("wrote %d bytes with %.0f allocations (capacity %d, the bytes the same: %v), want %d in capacity %d",
+						len(got), allocs, cap(got), string(got) == string(want), len(want), len(want))
+				}
+			})
+		}
 	}
 }
 

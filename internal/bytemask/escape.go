@@ -1,35 +1,24 @@
 package bytemask
 
-import (
-	"slices"
-	"unsafe"
-)
+import "unsafe"
 
 // EscapeBlocks appends to b the JSON string escaping of s's 64-byte blocks,
 // from the first, and of the bytes too few for a block after them, while a
-// block holds no control character but \n, \r and \t:
-// a quote, a backslash and those three are written \" \\ \n \r \t, every other
-// byte as it is (s must be valid UTF-8 without U+2028 or U+2029, which
-// encoding/json escapes). It returns b and how many bytes of s it read: all of
-// them, or where the first block it did not write starts (one with another
-// control character). Without AVX-512 VBMI2 it reads nothing.
+// block holds no control character but \n, \r and \t: a quote, a backslash
+// and those three are written \" \\ \n \r \t, every other byte as it is (s
+// must be valid UTF-8 without U+2028 or U+2029, which encoding/json escapes).
+// It writes within b's capacity only, and only while 128 bytes of it are left
+// (a block is stored whole, past what it writes): it never grows b. It returns
+// b and how many bytes of s it read: all of them, or where the first block it
+// did not write starts (one with another control character, or one b has no
+// room left for). Without AVX-512 VBMI2 it reads nothing.
 func EscapeBlocks(b, s []byte) ([]byte, int) {
-	if !Escaper {
+	if !Escaper || len(s) == 0 || cap(b)-len(b) < 128 {
 		return b, 0
 	}
-	read := 0
-	for read < len(s) {
-		if cap(b)-len(b) < 128 {
-			b = slices.Grow(b, len(s)-read+len(s)>>3+128)
-		}
-		room := b[len(b):cap(b)]
-		w, r := escapeBlocks512(unsafe.SliceData(room), len(room), &s[read], len(s)-read)
-		b, read = b[:len(b)+w], read+r
-		if r == 0 || read < len(s) && cap(b)-len(b) >= 128 {
-			break // a block with another control character
-		}
-	}
-	return b, read
+	room := b[len(b):cap(b)]
+	w, r := escapeBlocks512(unsafe.SliceData(room), len(room), unsafe.SliceData(s), len(s))
+	return b[:len(b)+w], r
 }
 
 // escapeBlocksGo is EscapeBlocks on every machine, a byte at a time (a block

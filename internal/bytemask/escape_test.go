@@ -36,7 +36,7 @@ func escapeCases() map[string][]byte {
 
 // TestEscapeBlocksIsTheBytesReading: EscapeBlocks writes and reads what the
 // byte-by-byte reading does, in every case, after what b held, whatever room
-// b has (the loop stops for room and goes on).
+// b has (it stops where the room runs out).
 func TestEscapeBlocksIsTheBytesReading(t *testing.T) {
 	if !Escaper {
 		t.Skip("EscapeBlocks reads nothing without AVX-512 VBMI2")
@@ -51,15 +51,29 @@ func TestEscapeBlocksIsTheBytesReading(t *testing.T) {
 }
 
 // sameEscaping holds EscapeBlocks to escapeBlocksGo on s, after a prefix, with
-// room bytes of capacity past it.
+// room bytes of capacity past it: it reads what the bytes' reading reads,
+// less where the room ran out (then less than 128 bytes of it are left), and
+// writes what the bytes' reading writes of what it read, never past b's
+// capacity.
 func sameEscaping(t *testing.T, s []byte, room int) {
 	t.Helper()
 	b := make([]byte, 3, 3+room)
 	copy(b, "ab\"")
 	got, gotRead := EscapeBlocks(b, s)
-	want, wantRead := escapeBlocksGo([]byte("ab\""), s)
-	if gotRead != wantRead || !bytes.Equal(got, want) {
-		t.Fatalf("room %d: read %d, wrote\n%q\nthe bytes' reading: read %d, wrote\n%q", room, gotRead, got, wantRead, want)
+	_, wantRead := escapeBlocksGo([]byte("ab\""), s)
+	want, _ := escapeBlocksGo([]byte("ab\""), s[:gotRead])
+	switch {
+	case &got[:1][0] != &b[:1][0] || cap(got) != cap(b):
+		t.Fatalf("room %d: b was grown", room)
+	case gotRead > wantRead || gotRead < wantRead && cap(got)-len(got) >= 128:
+		t.Fatalf("room %d: read %d (%d left), the bytes' reading %d", room, gotRead, cap(got)-len(got), wantRead)
+	case gotRead < len(s) && gotRead%64 != 0:
+		t.Fatalf("room %d: stopped at %d, inside a block", room, gotRead)
+	case !bytes.Equal(got, want):
+		t.Fatalf("room %d: read %d, wrote\n%q\nthe bytes' reading:\n%q", room, gotRead, got, want)
+	}
+	if room >= 2*len(s)+128 && gotRead != wantRead {
+		t.Fatalf("room %d: read %d of the %d the bytes' reading reads", room, gotRead, wantRead)
 	}
 }
 
