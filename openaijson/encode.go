@@ -461,13 +461,15 @@ func appendStrBy[T string | []byte](b []byte, s T, strict, blocks bool) ([]byte,
 
 // appendPlainBlocks writes the whole blocks of 64 bytes of s, valid UTF-8
 // without U+2028 or U+2029 (its characters of 0x80 and above all go as they
-// are). Where the machine has it, bytemask.EscapeBlocks writes the blocks
-// whose control characters all have two-byte escapes (and the bytes after the
-// last whole block), and the others are written here one at a time; elsewhere here, 32 blocks at a time: the
-// writing stops only at quotes, backslashes and control characters, their
-// bits from one call (bytemask.Specials). It returns where the plain text not
-// written yet starts and where the blocks end, for appendStrBy's loop to go
-// on from.
+// are), and may write the bytes after them too. Where the machine has it,
+// bytemask.EscapeBlocks writes the blocks (and those bytes) until it meets
+// one with a control character written \u00XX or has too little room in b;
+// that block is written here, and EscapeBlocks goes on from the next.
+// Elsewhere, the quotes, backslashes and control characters of 32 blocks at
+// a time are found in one call (bytemask.Specials) and written one by one.
+// It returns where the plain text not written yet starts and where reading
+// stopped (the end of the blocks, or of s), for appendStrBy's loop to go on
+// from.
 func appendPlainBlocks[T string | []byte](b []byte, s T) (_ []byte, start, i int) {
 	data := bytesOf(s)
 	var specials [32]uint64
@@ -475,14 +477,14 @@ func appendPlainBlocks[T string | []byte](b []byte, s T) (_ []byte, start, i int
 		k := min((n-i)>>6, len(specials))
 		if bytemask.Escaper {
 			b = append(b, data[start:i]...) // EscapeBlocks writes from i
-			start = i
 			var read int
-			if b, read = bytemask.EscapeBlocks(b, data[i:]); read > 0 {
-				i += read
-				start = i
-				continue
+			b, read = bytemask.EscapeBlocks(b, data[i:])
+			i += read
+			start = i
+			if i+64 > n {
+				break
 			}
-			k = 1 // a block with a control character written \u00XX, or too little room in b
+			k = 1 // the block EscapeBlocks did not write
 		}
 		bytemask.Specials(data[i:], specials[:k])
 		for _, m := range specials[:k] {

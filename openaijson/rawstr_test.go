@@ -171,7 +171,8 @@ func TestAppendStrBlocksAreTheWordReading(t *testing.T) {
 func TestAppendStrFitsWhereItsOutputFits(t *testing.T) {
 	prose := strings.Repeat("Plain prose, Café ✓ 漢字. ", 200)
 	code := strings.Repeat("if (a[\"k\"] == '\\n') {\n\treturn \"x\";\r\n}\n", 100)
-	for _, base := range []string{prose, code} {
+	ansi := strings.Repeat("\x1b[31mred\x1b[0m \"text\" of a tool's output,\n", 100) // a block EscapeBlocks leaves now and then
+	for _, base := range []string{prose, code, ansi} {
 		for _, n := range []int{64, 65, 127, 128, 129, 200, 640, 1000, 3000} {
 			s := base[:n]
 			for !utf8.ValidString(s) {

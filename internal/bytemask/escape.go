@@ -11,7 +11,8 @@ import "unsafe"
 // (a block is stored whole, past what it writes): it never grows b. It returns
 // b and how many bytes of s it read: all of them, or where the first block it
 // did not write starts (one with another control character, or one b has no
-// room left for). Without AVX-512 VBMI2 it reads nothing.
+// room left for). s must not lie in b's spare capacity, which it writes past
+// what it returns. Without AVX-512 VBMI2 it reads nothing.
 func EscapeBlocks(b, s []byte) ([]byte, int) {
 	if !Escaper || len(s) == 0 || cap(b)-len(b) < 128 {
 		return b, 0

@@ -3,6 +3,7 @@ package bytemask
 import (
 	"bytes"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -57,9 +58,13 @@ func TestEscapeBlocksIsTheBytesReading(t *testing.T) {
 // capacity.
 func sameEscaping(t *testing.T, s []byte, room int) {
 	t.Helper()
-	b := make([]byte, 3, 3+room)
+	whole := bytes.Repeat([]byte{0xAA}, 3+room+256) // what lies past b's capacity must stay as it is
+	b := whole[: 3 : 3+room]
 	copy(b, "ab\"")
 	got, gotRead := EscapeBlocks(b, s)
+	if past := whole[3+room:]; !bytes.Equal(past, bytes.Repeat([]byte{0xAA}, len(past))) {
+		t.Fatalf("room %d: written past b's capacity", room)
+	}
 	_, wantRead := escapeBlocksGo([]byte("ab\""), s)
 	want, _ := escapeBlocksGo([]byte("ab\""), s[:gotRead])
 	switch {
@@ -74,6 +79,27 @@ func sameEscaping(t *testing.T, s []byte, room int) {
 	}
 	if room >= 2*len(s)+128 && gotRead != wantRead {
 		t.Fatalf("room %d: read %d of the %d the bytes' reading reads", room, gotRead, wantRead)
+	}
+}
+
+// TestEscapeBlocksOfEveryControlCharacter: each control character, at the
+// start, the middle and the end of texts of every length to two blocks, is
+// escaped or stops the writing as the bytes' reading does.
+func TestEscapeBlocksOfEveryControlCharacter(t *testing.T) {
+	if !Escaper {
+		t.Skip("EscapeBlocks reads nothing without AVX-512 VBMI2")
+	}
+	for c := range byte(0x20) {
+		t.Run(strconv.Itoa(int(c)), func(t *testing.T) {
+			for n := 1; n <= 130; n++ {
+				for _, at := range []int{0, n / 2, n - 1} {
+					s := bytes.Repeat([]byte{'x'}, n)
+					s[at] = c
+					sameEscaping(t, s, 2*n+128)
+					sameEscaping(t, s, 128)
+				}
+			}
+		})
 	}
 }
 
