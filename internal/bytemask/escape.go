@@ -22,9 +22,9 @@ func EscapeBlocks(b, s []byte) ([]byte, int) {
 	return b[:len(b)+w], r
 }
 
-// escapeBlocksGo is EscapeBlocks on every machine, a byte at a time (a block
-// with a control character written \u00XX stops it): the
-// oracle of TestEscapeBlocksIsTheBytesReading and FuzzEscapeBlocks.
+// escapeBlocksGo is EscapeBlocks on every machine, with room without end, a
+// byte at a time (a block with a control character written \u00XX stops it):
+// the oracle of TestEscapeBlocksIsTheBytesReading and FuzzEscapeBlocks.
 func escapeBlocksGo(b, s []byte) ([]byte, int) {
 	read := 0
 	for read < len(s) {
