@@ -60,3 +60,9 @@ var Escaper = avx512 && cpu.X86.HasAVX512VBMI && cpu.X86.HasAVX512VBMI2 && cpu.X
 //
 //go:noescape
 func escapeBlocks512(dst *byte, room int, src *byte, n int) (written, read int)
+
+// utf8Blocks512 is utf8Blocks in AVX-512, the three bytes before p being text
+// (it reads them).
+//
+//go:noescape
+func utf8Blocks512(p *byte, blocks int) (valid, lineSep bool)

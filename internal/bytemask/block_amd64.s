@@ -679,3 +679,75 @@ escdone:
 	MOVQ AX, read+40(FP)
 	VZEROUPPER
 	RET
+
+// func utf8Blocks512(p *byte, blocks int) (valid, lineSep bool)
+//
+// utf8Blocks in AVX-512 (F and BW), the three bytes before p being text: a
+// block in one register, the bytes one, two and three before each loaded from
+// p-1, p-2 and p-3. A block with no high bit in it or in the three bytes
+// before it has nothing to judge; else its errors are judged as in UTF8CHECK
+// (Keiser and Lemire) and ORed into Z6, and the bytes that end U+2028 or
+// U+2029 into R8. Constants in Z16-Z25.
+TEXT ·utf8Blocks512(SB), NOSPLIT, $0-18
+	MOVQ p+0(FP), SI
+	MOVQ blocks+8(FP), CX
+	VBROADCASTI32X4 nibble<>(SB), Z16
+	VBROADCASTI32X4 firsthigh<>(SB), Z17
+	VBROADCASTI32X4 firstlow<>(SB), Z18
+	VBROADCASTI32X4 secondhigh<>(SB), Z19
+	VBROADCASTI32X4 lead3<>(SB), Z20
+	VBROADCASTI32X4 lead4<>(SB), Z21
+	VBROADCASTI32X4 highbits<>(SB), Z22
+	VBROADCASTI32X4 e2s<>(SB), Z23
+	VBROADCASTI32X4 fes<>(SB), Z24
+	VBROADCASTI32X4 a8s<>(SB), Z25
+	VPXORQ Z6, Z6, Z6 // the errors so far
+	XORQ R8, R8 // the line separators so far
+
+u512loop:
+	VMOVDQU64 (SI), Z0
+	VMOVDQU64 -1(SI), Z1 // prev1
+	VMOVDQU64 -2(SI), Z2 // prev2
+	VMOVDQU64 -3(SI), Z3 // prev3
+
+	VPORQ Z0, Z3, Z4 // ASCII, after three ASCII bytes: nothing to judge
+	VPMOVB2M Z4, K4
+	KORTESTQ K4, K4
+	JZ u512next
+
+	VPCMPEQB Z23, Z2, K4 // E2 80 A8 or E2 80 A9 ends here
+	VPCMPEQB Z22, Z1, K4, K4
+	VPANDQ Z24, Z0, Z4
+	VPCMPEQB Z25, Z4, K4, K4
+	KMOVQ K4, AX
+	ORQ AX, R8
+
+	VPSRLW $4, Z1, Z4
+	VPANDQ Z16, Z4, Z4
+	VPSHUFB Z4, Z17, Z4
+	VPANDQ Z16, Z1, Z5
+	VPSHUFB Z5, Z18, Z5
+	VPANDQ Z4, Z5, Z5
+	VPSRLW $4, Z0, Z4
+	VPANDQ Z16, Z4, Z4
+	VPSHUFB Z4, Z19, Z4
+	VPANDQ Z4, Z5, Z5
+	VPSUBUSB Z20, Z2, Z4
+	VPSUBUSB Z21, Z3, Z7
+	VPORQ Z7, Z4, Z4
+	VPANDQ Z22, Z4, Z4
+	VPXORQ Z4, Z5, Z5
+	VPORQ Z5, Z6, Z6
+
+u512next:
+	ADDQ $64, SI
+	DECQ CX
+	JNZ u512loop
+
+	VPTESTMB Z6, Z6, K4
+	KORTESTQ K4, K4
+	SETEQ valid+16(FP)
+	TESTQ R8, R8
+	SETNE lineSep+17(FP)
+	VZEROUPPER
+	RET

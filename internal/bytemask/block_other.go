@@ -28,3 +28,5 @@ const Escaper = false
 func escapeBlocks512(*byte, int, *byte, int) (int, int) {
 	panic("bytemask: escapeBlocks512 without AVX-512")
 }
+
+func utf8Blocks512(*byte, int) (bool, bool) { panic("bytemask: utf8Blocks512 without AVX-512") }

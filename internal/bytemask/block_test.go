@@ -156,13 +156,18 @@ func TestEscaped(t *testing.T) {
 	}
 }
 
+// BenchmarkCheckText: a long history's text in one string, and a message's.
 func BenchmarkCheckText(b *testing.B) {
-	s := []byte(strings.Repeat("The gateway forwards each request; Café, naïve, 漢字, ✓. ", 10000))
-	b.SetBytes(int64(len(s)))
-	for b.Loop() {
-		if valid, _ := CheckText(s); !valid {
-			b.Fatal("invalid")
-		}
+	long := []byte(strings.Repeat("The gateway forwards each request; Café, naïve, 漢字, ✓. ", 10000))
+	for name, s := range map[string][]byte{"long": long, "message": long[:700]} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				if valid, _ := CheckText(s); !valid {
+					b.Fatal("invalid")
+				}
+			}
+		})
 	}
 }
 

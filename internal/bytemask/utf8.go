@@ -95,9 +95,9 @@ func CheckText(s []byte) (valid, lineSep bool) {
 	if Fast && len(s) >= 96 {
 		n := len(s) &^ 63
 		p := unsafe.SliceData(s)
-		if valid, lineSep = utf8Blocks(p, n>>6, nil); valid && n < len(s) {
+		if valid, lineSep = utf8Run(p, n>>6, nil); valid && n < len(s) {
 			var sep bool
-			valid, sep = utf8Blocks(&s[len(s)-64], 1, &s[len(s)-96])
+			valid, sep = utf8Run(&s[len(s)-64], 1, &s[len(s)-96])
 			lineSep = lineSep || sep
 		}
 		if !valid || unfinished(s) {
@@ -108,7 +108,7 @@ func CheckText(s []byte) (valid, lineSep bool) {
 	n := 0
 	if Fast && len(s) >= 64 {
 		n = len(s) &^ 63
-		if valid, lineSep = utf8Blocks(unsafe.SliceData(s), n>>6, nil); !valid {
+		if valid, lineSep = utf8Run(unsafe.SliceData(s), n>>6, nil); !valid {
 			return false, false
 		}
 		n = CharStart(s, n)
@@ -117,6 +117,25 @@ func CheckText(s []byte) (valid, lineSep bool) {
 		return false, false
 	}
 	return true, lineSep || hasLineSep(s[max(n-2, 0):])
+}
+
+// utf8Run is utf8Blocks, in AVX-512 where the machine has it (one register a
+// block, utf8Blocks512) but for a first block with nothing before it, which
+// utf8Blocks reads (utf8Blocks512 reads the three bytes before each block, and
+// reading before a string may touch a page a masked load would pay an assist
+// for); before is nil or p less 32 bytes.
+func utf8Run(p *byte, blocks int, before *byte) (valid, lineSep bool) {
+	if !avx512 || blocks < 2 {
+		return utf8Blocks(p, blocks, before)
+	}
+	if before == nil {
+		if valid, lineSep = utf8Blocks(p, 1, nil); !valid {
+			return false, false
+		}
+		p, blocks = (*byte)(unsafe.Add(unsafe.Pointer(p), 64)), blocks-1
+	}
+	valid, sep := utf8Blocks512(p, blocks)
+	return valid, lineSep || sep
 }
 
 // unfinished says whether s (of three bytes or more) ends inside a character:

@@ -2,6 +2,7 @@ package bytemask
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -96,6 +97,28 @@ func TestCheckText(t *testing.T) {
 				if valid != utf8.Valid(s) || sep != want {
 					t.Fatalf("%q: CheckText %v %v, want %v %v", s, valid, sep, utf8.Valid(s), want)
 				}
+			}
+		})
+	}
+}
+
+// TestCheckTextReadsNothingBeforeIt: what lies before a string, in the same
+// memory, is not read as its text: a string that starts with the last bytes
+// of a character started before it is invalid, whatever came before.
+func TestCheckTextReadsNothingBeforeIt(t *testing.T) {
+	rest := strings.Repeat("plain text and é ", 10) // 180 bytes: whole blocks and a last one
+	cases := []struct{ before, start string }{
+		{"\xe2\x80", "\xa8"},     // U+2028 cut at its last byte
+		{"\xe2", "\x80\xa9"},     // U+2029 cut at its second
+		{"\xf0\x9f\x98", "\x80"}, // an emoji cut at its last
+		{"\xc3", "\xa9"},         // é cut at its last
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%q", tc.before), func(t *testing.T) {
+			buf := []byte(tc.before + tc.start + rest)
+			valid, sep := CheckText(buf[len(tc.before):])
+			if valid || sep {
+				t.Fatalf("CheckText %v %v: read the bytes before the string", valid, sep)
 			}
 		})
 	}
