@@ -10,7 +10,9 @@ import (
 // Long strings (2-9 KB: many runs of 32 blocks) of mostly plain text come out
 // of the blocks as out of the words, and back through encoding/json as they
 // went in.
-func TestLongStringsBlocksAreTheWords(t *testing.T) {
+func TestLongStringsBlocksAreTheWords(t *testing.T) { eachEscaper(t, longStringsBlocksAreTheWords) }
+
+func longStringsBlocksAreTheWords(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	plain := []string{"a", "plain text ", "é", "漢字", "✓", "😀", "\x7f", "<&>", `"`, `\`, "\n", "\x01", "\x1f", "\t"}
 	for range 1000 {

@@ -134,9 +134,29 @@ var rawPieces = []string{
 	"\u2028", "\u2029", "\xe2\x80", "\xff", "\xc3", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xc0\xaf", "<&>",
 }
 
+// eachEscaper runs f with bytemask's escaper on (where the machine has it)
+// and off, so that both ways appendPlainBlocks writes blocks (EscapeBlocks,
+// and the quotes, backslashes and control characters of 32 blocks found in
+// one call) are held to the eight-byte reading on this machine.
+func eachEscaper(t *testing.T, f func(t *testing.T)) {
+	has := bytemask.Escaper
+	defer func() { bytemask.Escaper = has }()
+	for _, on := range []bool{true, false} {
+		if on && !has {
+			continue
+		}
+		bytemask.Escaper = on
+		t.Run(map[bool]string{true: "escaper", false: "specials"}[on], f)
+	}
+}
+
 // Encoding by blocks writes every string byte for byte as the eight-byte
 // reading does, strict or not, from a string or from bytes.
 func TestAppendStrBlocksAreTheWordReading(t *testing.T) {
+	eachEscaper(t, appendStrBlocksAreTheWordReading)
+}
+
+func appendStrBlocksAreTheWordReading(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for pad := range 70 {
 		t.Run(strconv.Itoa(pad), func(t *testing.T) {
@@ -169,6 +189,10 @@ func TestAppendStrBlocksAreTheWordReading(t *testing.T) {
 // blocks' escaper stores past what it writes, and must leave the last blocks
 // to a writing that does not where the buffer has too little room for that.
 func TestAppendStrFitsWhereItsOutputFits(t *testing.T) {
+	eachEscaper(t, appendStrFitsWhereItsOutputFits)
+}
+
+func appendStrFitsWhereItsOutputFits(t *testing.T) {
 	prose := strings.Repeat("Plain prose, Café ✓ 漢字. ", 200)
 	code := strings.Repeat("if (a[\"k\"] == '\\n') {\n\treturn \"x\";\r\n}\n", 100)
 	ansi := strings.Repeat("\x1b[31mred\x1b[0m \"text\" of a tool's output,\n", 100) // a block EscapeBlocks leaves now and then
@@ -195,7 +219,9 @@ func TestAppendStrFitsWhereItsOutputFits(t *testing.T) {
 // Strings made of one character over and over, the ones an escape makes six
 // times longer among them, come out of the blocks as out of the words, after
 // what b held already (written past its length only where it has room).
-func TestAppendStrBlocksOfOneCharacter(t *testing.T) {
+func TestAppendStrBlocksOfOneCharacter(t *testing.T) { eachEscaper(t, appendStrBlocksOfOneCharacter) }
+
+func appendStrBlocksOfOneCharacter(t *testing.T) {
 	for _, c := range []string{"\x01", `"`, "\n", "é", "\u2028", "\xff", "😀"} {
 		t.Run(strconv.Quote(c), func(t *testing.T) {
 			for n := 64; n < 300; n++ {

@@ -50,7 +50,8 @@ var _ = textBlock512
 func plainBlocks512(p *byte, n int) (int, bool)
 
 // Escaper says EscapeBlocks reads blocks here (escapeBlocks512, AVX-512 with
-// VBMI and VBMI2): elsewhere it reads none.
+// VBMI and VBMI2): elsewhere it reads none. A variable, for tests to hold the
+// other way of writing blocks to the same reading on this machine.
 var Escaper = avx512 && cpu.X86.HasAVX512VBMI && cpu.X86.HasAVX512VBMI2 && cpu.X86.HasBMI2 && cpu.X86.HasPOPCNT
 
 // escapeBlocks512 is EscapeBlocks' loop in AVX-512: it writes at dst, within

@@ -22,8 +22,9 @@ func specialBlocks(*byte, int, *uint64) { panic("bytemask: specialBlocks without
 
 func plainBlocks512(*byte, int) (int, bool) { panic("bytemask: plainBlocks512 without AVX-512") }
 
-// Escaper says EscapeBlocks reads blocks here: never.
-const Escaper = false
+// Escaper says EscapeBlocks reads blocks here: never (a variable, as where it
+// can be true).
+var Escaper = false
 
 func escapeBlocks512(*byte, int, *byte, int) (int, int) {
 	panic("bytemask: escapeBlocks512 without AVX-512")
