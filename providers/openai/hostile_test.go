@@ -289,7 +289,10 @@ func TestStreamFirstTokenTimeout(t *testing.T) {
 		s.Close()
 	})
 	t.Run("a first token in time is not affected", func(t *testing.T) {
-		up.Script(fakeupstream.Reply{Text: "one two three", TokenDelay: 150 * time.Millisecond})
+		// The first content comes at once, then the stream is silent for twice
+		// the first-token timeout: the timeout ended with that content. (Tokens
+		// 150 ms apart left -race on a loaded machine too little margin.)
+		up.Script(fakeupstream.Reply{Text: "one two three", StallAfter: 2, Stall: 600 * time.Millisecond})
 		s, err := c.Stream(context.Background(), request())
 		require.NoError(t, err)
 		text, err := collect(t, s)
