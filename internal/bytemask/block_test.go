@@ -45,6 +45,29 @@ func TestTextBlockMatchesBytes(t *testing.T) {
 	if !Fast {
 		t.Skip("LoadText is textBlockGo on this machine")
 	}
+	eachForm(t, func(t *testing.T) {
+		befores := []string{"aaa", "\x80\x80\x80", "a\xc3\xa9", "\x00\xe6\x97", "\xf0\x9f\x98",
+			"\xf4\x90\x80", "aa\xe0", "a\xf0\x90", "\xed\xa0\x80", "\xff\xfe\xc0"}
+		r := rand.New(rand.NewPCG(9, 10))
+		for _, p := range blocks() {
+			var w [67]byte
+			before := befores[r.IntN(len(befores))]
+			if r.IntN(4) == 0 {
+				before = string([]byte{byte(r.IntN(256)), byte(r.IntN(256)), byte(r.IntN(256))})
+			}
+			copy(w[:3], before)
+			copy(w[3:], p[:])
+			var got Masks
+			if got.LoadText(&w); got != textBlockGo(&w) {
+				t.Fatalf("%q:\n got %+v\nwant %+v", w[:], got, textBlockGo(&w))
+			}
+		}
+	})
+}
+
+// eachForm runs f with the AVX2 loops and, where the machine has them, the
+// AVX-512 ones.
+func eachForm(t *testing.T, f func(t *testing.T)) {
 	forms := []bool{false}
 	if avx512 {
 		forms = append(forms, true)
@@ -52,24 +75,7 @@ func TestTextBlockMatchesBytes(t *testing.T) {
 	defer func(was bool) { avx512 = was }(avx512)
 	for _, form := range forms {
 		avx512 = form
-		t.Run(map[bool]string{false: "AVX2", true: "AVX-512"}[form], func(t *testing.T) {
-			befores := []string{"aaa", "\x80\x80\x80", "a\xc3\xa9", "\x00\xe6\x97", "\xf0\x9f\x98",
-				"\xf4\x90\x80", "aa\xe0", "a\xf0\x90", "\xed\xa0\x80", "\xff\xfe\xc0"}
-			r := rand.New(rand.NewPCG(9, 10))
-			for _, p := range blocks() {
-				var w [67]byte
-				before := befores[r.IntN(len(befores))]
-				if r.IntN(4) == 0 {
-					before = string([]byte{byte(r.IntN(256)), byte(r.IntN(256)), byte(r.IntN(256))})
-				}
-				copy(w[:3], before)
-				copy(w[3:], p[:])
-				var got Masks
-				if got.LoadText(&w); got != textBlockGo(&w) {
-					t.Fatalf("%q:\n got %+v\nwant %+v", w[:], got, textBlockGo(&w))
-				}
-			}
-		})
+		t.Run(map[bool]string{false: "AVX2", true: "AVX-512"}[form], f)
 	}
 }
 

@@ -76,20 +76,6 @@ func TestInvalidIsUTF8Validity(t *testing.T) {
 // at every length around the blocks' edges.
 func TestCheckText(t *testing.T) { eachForm(t, checkText) }
 
-// eachForm runs f with the AVX2 loops and, where the machine has them, the
-// AVX-512 ones.
-func eachForm(t *testing.T, f func(t *testing.T)) {
-	forms := []bool{false}
-	if avx512 {
-		forms = append(forms, true)
-	}
-	defer func(was bool) { avx512 = was }(avx512)
-	for _, form := range forms {
-		avx512 = form
-		t.Run(map[bool]string{false: "AVX2", true: "AVX-512"}[form], f)
-	}
-}
-
 func checkText(t *testing.T) {
 	pieces := []string{"a", "plain text ", "é", "漢字", "😀", "\u2028", "\xff", "\xc3", "\xe2\x80", "\xed\xa0\x80",
 		"\xf4\x90\x80\x80", "\xc0\xaf", "\x80", "\xf0\x9f", "\xf0\x9f\x98", "\xe0\x80\x80", "\xf8\x88\x80\x80\x80",
