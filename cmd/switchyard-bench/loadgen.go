@@ -16,8 +16,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-
-	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 )
 
 // Where the load is generated. In "process" mode each run's closed loop is a
@@ -69,7 +67,7 @@ func serveLoad(ctx context.Context, args []string) error {
 			return err
 		}
 		defer conn.Close()
-		do = grpcDo(pb.NewChatServiceClient(conn), pr, s.Stream)
+		do = grpcDo(conn, pr, s.Stream)
 	} else {
 		client := &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, DisableCompression: true}}
 		do = restDo(client, s.Target, pr, s.Stream)
