@@ -63,7 +63,7 @@ var Escaper = avx512 && cpu.X86.HasAVX512VBMI && cpu.X86.HasAVX512VBMI2 && cpu.X
 func escapeBlocks512(dst *byte, room int, src *byte, n int) (written, read int)
 
 // utf8Blocks512 is utf8Blocks in AVX-512, the three bytes before p being text
-// (it reads them).
+// (it reads them); blocks is at least 1 (its loop counts down to zero).
 //
 //go:noescape
 func utf8Blocks512(p *byte, blocks int) (valid, lineSep bool)
