@@ -482,9 +482,13 @@ plainloop:
 	VPANDQ Z1, Z2, Z2
 	VPTESTMB Z19, Z2, K6 // a character of a two-byte escape
 
+	VMOVDQU64 -3(DI), Z6 // prev3
+	VPORQ Z0, Z6, Z8
+	VPMOVB2M Z8, K7 // ASCII, after three ASCII bytes: no error (K7, the errors, is none)
+	KORTESTQ K7, K7
+	JZ plainjudged
 	VMOVDQU64 -1(DI), Z4 // prev1
 	VMOVDQU64 -2(DI), Z5 // prev2
-	VMOVDQU64 -3(DI), Z6 // prev3
 	VPSRLW $4, Z4, Z7
 	VPANDQ Z19, Z7, Z7
 	VPSHUFB Z7, Z22, Z7
@@ -500,6 +504,7 @@ plainloop:
 	VPXORQ Z5, Z4, Z4
 	VPTESTMB Z4, Z4, K7 // invalid
 
+plainjudged:
 	KMOVQ K3, BX
 	MOVQ R15, R12
 	NOTQ R12

@@ -26,6 +26,12 @@ func plainCases() map[string][]byte {
 		"a line separator":       with(prose, 300, "\u2028"),
 		"backslash runs":         []byte(strings.Repeat(`a\\\\\"\\\\b\\\`+"\\n", 200)),
 		"backslashes at an edge": []byte(strings.Repeat("x", 61) + strings.Repeat(`\\`, 100) + strings.Repeat("y", 300)),
+		// ASCII blocks after a character cut short: the error shows at the first
+		// ASCII byte, in a block with nothing but ASCII in it.
+		"a lead before ASCII blocks":        []byte(prose[:300] + "\xe2" + strings.Repeat("a", 300)),
+		"a cut character before ASCII":      []byte(prose[:300] + "\xf0\x9f\x98" + strings.Repeat("a", 300)),
+		"continuations after ASCII blocks":  []byte(strings.Repeat("a", 300) + "\x80\xbf" + prose),
+		"whole characters and ASCII blocks": []byte(strings.Repeat(strings.Repeat("a", 130)+"😀é", 8)),
 	}
 }
 
@@ -129,13 +135,23 @@ func FuzzPlainRun(f *testing.F) {
 	})
 }
 
+// BenchmarkPlainRun reads text with a non-ASCII character in most blocks
+// (mixed), in none (English prose and code) and in all (Chinese).
 func BenchmarkPlainRun(b *testing.B) {
-	s := []byte(strings.Repeat(`The gateway forwards each request; \"Café\", naïve,\n 漢字, ✓. `, 10000))
-	b.SetBytes(int64(len(s)))
-	for b.Loop() {
-		if next, _ := PlainRun(s, 3); next < len(s)-64 {
-			b.Fatal("stopped")
-		}
+	for _, tc := range []struct{ name, text string }{
+		{"mixed", `The gateway forwards each request; \"Café\", naïve,\n 漢字, ✓. `},
+		{"ascii", `The gateway forwards each request; \"retries\" it,\n then fails over. `},
+		{"cjk", `网关把每个请求转发给它的目标；\"失败时\"重试，\n然后切换到下一个。`},
+	} {
+		s := []byte(strings.Repeat(tc.text, 600_000/len(tc.text)))
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				if next, _ := PlainRun(s, 3); next < len(s)-64 {
+					b.Fatal("stopped")
+				}
+			}
+		})
 	}
 }
 
