@@ -49,7 +49,8 @@ func (s *scanner) checkRawMessages(md protoreflect.MessageDescriptor) (ok bool) 
 	if s.peek() != '[' {
 		return false
 	}
-	roleFd, ix := md.Fields().ByName("role"), s.index(md)
+	ix := s.index(md)
+	roleAt := ix.find([]byte("role"))
 	var c rawCheck
 	n, roles := 0, true
 	err := s.array(func(int) error {
@@ -58,8 +59,8 @@ func (s *scanner) checkRawMessages(md protoreflect.MessageDescriptor) (ok bool) 
 			return errType
 		}
 		role := false
-		err := s.checkRawObject(ix, &c, func(fd protoreflect.FieldDescriptor) {
-			if fd == roleFd {
+		err := s.checkRawObject(ix, &c, func(i int) {
+			if i == roleAt {
 				role = s.peek() == '"' && s.pos+1 < len(s.data) && s.data[s.pos+1] != '"'
 			}
 		})
@@ -70,13 +71,21 @@ func (s *scanner) checkRawMessages(md protoreflect.MessageDescriptor) (ok bool) 
 }
 
 // checkRawObject checks an object for the message ix indexes, as
-// decoder.message decodes it; seen hears each known field just before its
-// value is checked.
-func (s *scanner) checkRawObject(ix *fieldIndex, c *rawCheck, seen func(protoreflect.FieldDescriptor)) error {
+// decoder.message decodes it; seen hears each known field (its place in ix)
+// just before its value is checked. A known field repeated is told by its
+// place (a bit each), another key by noteKey.
+func (s *scanner) checkRawObject(ix *fieldIndex, c *rawCheck, seen func(int)) error {
 	var ks keySet
+	var known uint64
 	return s.object(func(key []byte) error {
-		c.noteKey(&ks, key)
 		i := ix.find(key)
+		if i < 0 || i >= 64 {
+			c.noteKey(&ks, key)
+		} else if known&(1<<i) != 0 {
+			c.mend = true // repeated: decoding keeps the last
+		} else {
+			known |= 1 << i
+		}
 		if i < 0 {
 			if ix.extra == nil {
 				return s.skip()
@@ -84,7 +93,7 @@ func (s *scanner) checkRawObject(ix *fieldIndex, c *rawCheck, seen func(protoref
 			return s.countValue(c) // kept in extra, as a Value
 		}
 		if seen != nil {
-			seen(ix.fds[i])
+			seen(i)
 		}
 		return s.checkRawField(ix.checks[i], c)
 	})
