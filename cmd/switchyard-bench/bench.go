@@ -213,10 +213,10 @@ func grpcDo(conn grpc.ClientConnInterface, p prompt, stream bool) func() error {
 		var msg mem.BufferSlice
 		defer func() { msg.Free() }()
 		if !stream {
-			return conn.Invoke(context.Background(), "/switchyard.v1.ChatService/CreateChatCompletion", &req, &msg, raw)
+			return conn.Invoke(context.Background(), pb.ChatService_CreateChatCompletion_FullMethodName, &req, &msg, raw)
 		}
 		st, err := conn.NewStream(context.Background(), &pb.ChatService_ServiceDesc.Streams[0],
-			"/switchyard.v1.ChatService/StreamChatCompletion", raw)
+			pb.ChatService_StreamChatCompletion_FullMethodName, raw)
 		if err != nil {
 			return err
 		}

@@ -12,18 +12,17 @@ import (
 func plainCases() map[string][]byte {
 	prose := strings.Repeat("The gateway forwards each request; Café, naïve, 漢字, ✓ 😀. ", 40)
 	escaped := strings.Repeat(`line one\nline \"two\"\tand a \\ path\/x\b\f\r `, 40)
-	with := func(base string, at int, s string) []byte { return []byte(base[:at] + s + base[at:]) }
 	return map[string][]byte{
 		"prose":                  []byte(prose),
 		"two-byte escapes":       []byte(escaped),
-		"a quote":                with(prose, 500, `"`),
-		"an escaped quote":       with(escaped, 500, `\"`),
-		"a control character":    with(prose, 700, "\x01"),
-		"a u escape":             with(escaped, 600, `\u00e9`),
-		"an unknown escape":      with(escaped, 600, `\x`),
-		"invalid UTF-8":          with(prose, 900, "\xff"),
-		"a cut character":        with(prose, 640, "\xe6\xbc"),
-		"a line separator":       with(prose, 300, "\u2028"),
+		"a quote":                insertAt(prose, 500, `"`),
+		"an escaped quote":       insertAt(escaped, 500, `\"`),
+		"a control character":    insertAt(prose, 700, "\x01"),
+		"a u escape":             insertAt(escaped, 600, `\u00e9`),
+		"an unknown escape":      insertAt(escaped, 600, `\x`),
+		"invalid UTF-8":          insertAt(prose, 900, "\xff"),
+		"a cut character":        insertAt(prose, 640, "\xe6\xbc"),
+		"a line separator":       insertAt(prose, 300, "\u2028"),
 		"backslash runs":         []byte(strings.Repeat(`a\\\\\"\\\\b\\\`+"\\n", 200)),
 		"backslashes at an edge": []byte(strings.Repeat("x", 61) + strings.Repeat(`\\`, 100) + strings.Repeat("y", 300)),
 		// ASCII blocks after a character cut short: the error shows at the first
@@ -34,6 +33,9 @@ func plainCases() map[string][]byte {
 		"whole characters and ASCII blocks": []byte(strings.Repeat(strings.Repeat("a", 130)+"😀é", 8)),
 	}
 }
+
+// insertAt is base with s inserted at at.
+func insertAt(base string, at int, s string) []byte { return []byte(base[:at] + s + base[at:]) }
 
 // TestPlainRunIsTheBlocksReading: PlainRun ends where reading the blocks one
 // by one (textBlockGo) ends, from every start, in every case.
