@@ -389,7 +389,7 @@ func appendString[T string | []byte](b []byte, s T) []byte {
 }
 
 // appendStr is appendString; with strict, invalid UTF-8 stops it instead (false:
-// a string protobuf-go would refuse, see TranscodeMessages). Sixty-four bytes
+// a string protobuf-go would refuse, see TranscodeMessage). Sixty-four bytes
 // are classified at a time where bytemask is fast, else plain ASCII is read
 // eight bytes at a time to the first byte to look at (stopMask); each byte to
 // look at is written by appendStop (an ASCII one found by blocks: by

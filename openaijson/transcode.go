@@ -8,28 +8,6 @@ const (
 	wireValueNull, wireValueString                                              = 1, 3
 )
 
-// TranscodeMessages appends to b the JSON array of the ChatMessages whose
-// protobuf encodings are msgs — exactly what Append writes for them once
-// decoded — without decoding them, and reports whether it could. It takes the
-// shape nearly every message of a long history has: role (not empty), content as
-// a string or null, name, tool_call_id and refusal, each at most once, strings
-// valid UTF-8. Anything else (tool calls, content parts, unknown fields, a
-// repeated field) is false: the caller decodes as usual, which gives such
-// messages their meaning and malformed ones their error.
-func TranscodeMessages(b []byte, msgs [][]byte) ([]byte, bool) {
-	b = append(b, '[')
-	for i, m := range msgs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		var ok bool
-		if b, ok = transcodeMessage(b, m); !ok {
-			return b, false
-		}
-	}
-	return append(b, ']'), true
-}
-
 // wireMessage is one ChatMessage's fields as they lie in its encoding.
 type wireMessage struct {
 	seen                            uint8
@@ -38,7 +16,15 @@ type wireMessage struct {
 	hasContent, contentNull         bool
 }
 
-func transcodeMessage(b, m []byte) ([]byte, bool) {
+// TranscodeMessage appends to b the JSON of the ChatMessage whose protobuf
+// encoding is m — exactly what Append writes for it once decoded — without
+// decoding it, and reports whether it could. It takes the shape nearly every
+// message of a long history has: role (not empty), content as a string or null,
+// name, tool_call_id and refusal, each at most once, strings valid UTF-8.
+// Anything else (tool calls, content parts, unknown fields, a repeated field)
+// is false: the caller decodes as usual, which gives such messages their
+// meaning and malformed ones their error.
+func TranscodeMessage(b, m []byte) ([]byte, bool) {
 	var w wireMessage
 	for len(m) > 0 {
 		num, typ, n := protowire.ConsumeTag(m)
