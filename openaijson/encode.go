@@ -399,12 +399,25 @@ func appendStr[T string | []byte](b []byte, s T, strict bool) ([]byte, bool) {
 }
 
 // appendStrBy is appendStr, by blocks or not (the tests hold one to the other).
-// By blocks, a string of a block or more is first checked as UTF-8 in one pass
+// By blocks, where the machine has it, a string of a block or more is checked
+// as UTF-8 as it is escaped, in one pass (bytemask.EscapeText), which writes
+// most strings whole; where that stops (an error, U+2028 or U+2029, a control
+// character written \u00XX, too little room in b), the reading below goes on
+// from the start of the character it stopped in (whose bytes it wrote one for
+// one). That reading first checks what is left as UTF-8 in one pass
 // (bytemask.CheckText); when it is valid, its characters of 0x80 and above go
 // as they are without reading each one (but U+2028 and U+2029, when it holds
 // them).
 func appendStrBy[T string | []byte](b []byte, s T, strict, blocks bool) ([]byte, bool) {
 	b = append(b, '"')
+	if blocks && bytemask.Escaper && len(s) >= 64 {
+		var read int
+		if b, read = bytemask.EscapeText(b, bytesOf(s)); read == len(s) {
+			return append(b, '"'), true
+		}
+		c := bytemask.CharStart(bytesOf(s), read)
+		b, s = b[:len(b)-(read-c)], s[c:]
+	}
 	start, i, n := 0, 0, len(s)
 	ok, valid, seps := true, false, true
 	data := bytesOf(s)

@@ -1,6 +1,7 @@
 package openaijson
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -169,18 +170,49 @@ func appendStrBlocksAreTheWordReading(t *testing.T) {
 					s = append(s, rawPieces[r.IntN(len(rawPieces))]...)
 				}
 				for _, strict := range []bool{false, true} {
-					got, gotOK := appendStrBy(nil, s, strict, true)
 					want, wantOK := appendStrBy(nil, s, strict, false)
-					if gotOK != wantOK || (gotOK && string(got) != string(want)) {
-						t.Fatalf("%q strict=%v: blocks %q %v, words %q %v", s, strict, got, gotOK, want, wantOK)
-					}
-					gotS, _ := appendStrBy(nil, string(s), strict, true)
-					if gotOK && string(gotS) != string(got) {
-						t.Fatalf("%q: from a string %q, from bytes %q", s, gotS, got)
+					for _, room := range []int{0, 2*len(s) + 128} { // too little for EscapeText, and enough
+						got, gotOK := appendStrBy(make([]byte, 0, room), s, strict, true)
+						if gotOK != wantOK || (gotOK && string(got) != string(want)) {
+							t.Fatalf("%q strict=%v room %d: blocks %q %v, words %q %v", s, strict, room, got, gotOK, want, wantOK)
+						}
+						gotS, _ := appendStrBy(make([]byte, 0, room), string(s), strict, true)
+						if gotOK && string(gotS) != string(got) {
+							t.Fatalf("%q room %d: from a string %q, from bytes %q", s, room, gotS, got)
+						}
 					}
 				}
 			}
 		})
+	}
+}
+
+// TestAppendStrAfterACharacterAcrossABlockEdge: a character split by a
+// block's edge, then what stops the one-pass escaping in the next block (a
+// UTF-8 error, U+2028, a control character written \u00XX): the reading that
+// goes on must start from the character's first byte, not from the edge.
+func TestAppendStrAfterACharacterAcrossABlockEdge(t *testing.T) {
+	eachEscaper(t, appendStrAfterACharacterAcrossABlockEdge)
+}
+
+func appendStrAfterACharacterAcrossABlockEdge(t *testing.T) {
+	for _, edge := range []int{64, 128} {
+		for _, char := range []string{"é", "漢", "😀"} {
+			for split := 1; split < len(char); split++ {
+				for _, stop := range []string{"\xff", "\xc0\xaf", "\u2028", "\x01", "\xe2\x80"} {
+					s := strings.Repeat("a", edge-split) + char + strings.Repeat("b", 10) + stop + strings.Repeat("c", 70)
+					t.Run(fmt.Sprintf("%d %s %d %q", edge, char, split, stop), func(t *testing.T) {
+						for _, strict := range []bool{false, true} {
+							got, gotOK := appendStrBy(make([]byte, 0, 2*len(s)+128), s, strict, true) // room for EscapeText
+							want, wantOK := appendStrBy(nil, s, strict, false)
+							if gotOK != wantOK || gotOK && string(got) != string(want) {
+								t.Fatalf("strict=%v: blocks %q %v, words %q %v", strict, got, gotOK, want, wantOK)
+							}
+						}
+					})
+				}
+			}
+		}
 	}
 }
 
@@ -250,10 +282,12 @@ func FuzzAppendStrBlocks(f *testing.F) {
 		}
 		s = append(s, body...)
 		for _, strict := range []bool{false, true} {
-			got, gotOK := appendStrBy(nil, s, strict, true)
 			want, wantOK := appendStrBy(nil, s, strict, false)
-			if gotOK != wantOK || (gotOK && string(got) != string(want)) {
-				t.Fatalf("%q strict=%v: blocks %q %v, words %q %v", s, strict, got, gotOK, want, wantOK)
+			for _, room := range []int{0, 2*len(s) + 128} { // too little for EscapeText, and enough
+				got, gotOK := appendStrBy(make([]byte, 0, room), s, strict, true)
+				if gotOK != wantOK || (gotOK && string(got) != string(want)) {
+					t.Fatalf("%q strict=%v room %d: blocks %q %v, words %q %v", s, strict, room, got, gotOK, want, wantOK)
+				}
 			}
 		}
 	})

@@ -54,13 +54,13 @@ func plainBlocks512(p *byte, n int) (int, bool)
 // other way of writing blocks to the same reading on this machine.
 var Escaper = avx512 && cpu.X86.HasAVX512VBMI && cpu.X86.HasAVX512VBMI2 && cpu.X86.HasBMI2 && cpu.X86.HasPOPCNT
 
-// escapeBlocks512 is EscapeBlocks' loop in AVX-512: it writes at dst, within
-// room bytes (it stores up to 128 past what it has written), the escaping of
-// src's 64-byte blocks within n bytes, and returns how many bytes it wrote and
-// read.
+// escapeBlocks512 is EscapeBlocks' loop in AVX-512 (and EscapeText's, with
+// check): it writes at dst, within room bytes (it stores up to 128 past what
+// it has written), the escaping of src's 64-byte blocks within n bytes, and
+// returns how many bytes it wrote and read.
 //
 //go:noescape
-func escapeBlocks512(dst *byte, room int, src *byte, n int) (written, read int)
+func escapeBlocks512(dst *byte, room int, src *byte, n int, check bool) (written, read int)
 
 // utf8Blocks512 is utf8Blocks in AVX-512, the three bytes before p being text
 // (it reads them); blocks is at least 1 (its loop counts down to zero).

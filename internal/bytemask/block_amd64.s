@@ -590,7 +590,19 @@ DATA escletters<>+48(SB)/8, $0
 DATA escletters<>+56(SB)/8, $0
 GLOBL escletters<>(SB), RODATA|NOPTR, $64
 
-// func escapeBlocks512(dst *byte, room int, src *byte, n int) (written, read int)
+// before1: byte i is i-1 (mod 64), VPERMB's indexes for a block's bytes one
+// place on (the byte before each).
+DATA before1<>+0(SB)/8, $0x060504030201003f
+DATA before1<>+8(SB)/8, $0x0e0d0c0b0a090807
+DATA before1<>+16(SB)/8, $0x161514131211100f
+DATA before1<>+24(SB)/8, $0x1e1d1c1b1a191817
+DATA before1<>+32(SB)/8, $0x262524232221201f
+DATA before1<>+40(SB)/8, $0x2e2d2c2b2a292827
+DATA before1<>+48(SB)/8, $0x363534333231302f
+DATA before1<>+56(SB)/8, $0x3e3d3c3b3a393837
+GLOBL before1<>(SB), RODATA|NOPTR, $64
+
+// func escapeBlocks512(dst *byte, room int, src *byte, n int, check bool) (written, read int)
 //
 // EscapeBlocks' loop (AVX-512 BW, VBMI, VBMI2; BMI2): each 64-byte block of
 // src within n bytes, and then the bytes too few for a block (loaded under a
@@ -604,11 +616,18 @@ GLOBL escletters<>(SB), RODATA|NOPTR, $64
 // slots, used slots)). DX is the bytes of the block (64, or fewer at the
 // end): a short block writes what a whole one would less the 64-DX bytes past
 // its end, which are last.
-TEXT ·escapeBlocks512(SB), NOSPLIT, $0-48
+//
+// With check (R15), a block is first judged as UTF-8 (as in utf8Blocks512,
+// with its bytes, and the three before each, loaded under the block's mask;
+// the first block's from the block itself, VPERMB one place on, with nothing
+// before it): one with an error in its bytes, or a byte that ends U+2028 or
+// U+2029, stops the loop. Constants in Z20-Z30.
+TEXT ·escapeBlocks512(SB), NOSPLIT, $0-56
 	MOVQ dst+0(FP), DI
 	MOVQ room+8(FP), R10
 	MOVQ src+16(FP), SI
 	MOVQ n+24(FP), CX
+	MOVBQZX check+32(FP), R15
 	XORQ AX, AX // read
 	XORQ R12, R12 // written
 	VBROADCASTI32X4 quotes<>(SB), Z16
@@ -617,6 +636,19 @@ TEXT ·escapeBlocks512(SB), NOSPLIT, $0-48
 	VMOVDQU64 escletters<>(SB), Z19
 	MOVQ $0x5555555555555555, R8 // even slots
 	MOVQ $0xaaaaaaaaaaaaaaaa, R9 // odd slots
+	TESTQ R15, R15
+	JZ escloop
+	VBROADCASTI32X4 nibble<>(SB), Z20
+	VBROADCASTI32X4 firsthigh<>(SB), Z21
+	VBROADCASTI32X4 firstlow<>(SB), Z22
+	VBROADCASTI32X4 secondhigh<>(SB), Z23
+	VBROADCASTI32X4 lead3<>(SB), Z24
+	VBROADCASTI32X4 lead4<>(SB), Z25
+	VBROADCASTI32X4 highbits<>(SB), Z26
+	VBROADCASTI32X4 e2s<>(SB), Z27
+	VBROADCASTI32X4 fes<>(SB), Z28
+	VBROADCASTI32X4 a8s<>(SB), Z29
+	VMOVDQU64 before1<>(SB), Z30
 
 escloop:
 	MOVQ CX, DX
@@ -631,7 +663,71 @@ escloop:
 	MOVQ $-1, R11
 	BZHIQ DX, R11, R11
 	KMOVQ R11, K7
+	CMPQ DX, $64
+	JNE escpart
+	VMOVDQU64 (SI)(AX*1), Z0
+	JMP escloaded
+
+escpart:
 	VMOVDQU8.Z (SI)(AX*1), K7, Z0
+
+escloaded:
+	TESTQ R15, R15
+	JZ escclassify
+	TESTQ AX, AX
+	JNZ escbefore
+	MOVQ $-2, R11
+	KMOVQ R11, K1 // all but the first byte: nothing is before it
+	VPERMB.Z Z0, Z30, K1, Z4 // prev1
+	VPERMB.Z Z4, Z30, K1, Z5 // prev2
+	VPERMB.Z Z5, Z30, K1, Z6 // prev3
+	JMP escjudge
+
+escbefore:
+	CMPQ DX, $64
+	JNE escbeforetail
+	VMOVDQU64 -1(SI)(AX*1), Z4 // prev1
+	VMOVDQU64 -2(SI)(AX*1), Z5 // prev2
+	VMOVDQU64 -3(SI)(AX*1), Z6 // prev3
+	JMP escjudge
+
+escbeforetail:
+	VMOVDQU8.Z -1(SI)(AX*1), K7, Z4 // prev1
+	VMOVDQU8.Z -2(SI)(AX*1), K7, Z5 // prev2
+	VMOVDQU8.Z -3(SI)(AX*1), K7, Z6 // prev3
+
+escjudge:
+	VPORQ Z0, Z6, Z8
+	VPTERNLOGQ $0xfe, Z5, Z4, Z8 // or all four: in a tail of one or two bytes, prev1 and prev2 hold bytes prev3 does not
+	VPMOVB2M Z8, K1
+	KORTESTQ K1, K1
+	JZ escclassify // ASCII, after three ASCII bytes: nothing to judge
+	VPCMPEQB Z27, Z5, K1 // E2 80 A8 or E2 80 A9 ends here
+	VPCMPEQB Z26, Z4, K1, K1
+	VPANDQ Z28, Z0, Z8
+	VPCMPEQB Z29, Z8, K1, K1
+	KORTESTQ K1, K1
+	JNZ escdone
+	VPSRLW $4, Z4, Z8
+	VPANDQ Z20, Z8, Z8
+	VPSHUFB Z8, Z21, Z8
+	VPANDQ Z20, Z4, Z9
+	VPSHUFB Z9, Z22, Z9
+	VPANDQ Z8, Z9, Z9
+	VPSRLW $4, Z0, Z8
+	VPANDQ Z20, Z8, Z8
+	VPSHUFB Z8, Z23, Z8
+	VPANDQ Z8, Z9, Z9 // the errors the pairs can show
+	VPSUBUSB Z24, Z5, Z8
+	VPSUBUSB Z25, Z6, Z10
+	VPORQ Z10, Z8, Z8
+	VPANDQ Z26, Z8, Z8 // must be a third or fourth byte
+	VPXORQ Z8, Z9, Z9
+	VPTESTMB Z9, Z9, K7, K1
+	KORTESTQ K1, K1
+	JNZ escdone // a UTF-8 error in the block's bytes
+
+escclassify:
 	VPCMPEQB Z16, Z0, K7, K1
 	VPCMPEQB Z17, Z0, K7, K2
 	VPTESTNMB Z18, Z0, K7, K3 // control
@@ -680,8 +776,8 @@ escspecial:
 	JMP escloop
 
 escdone:
-	MOVQ R12, written+32(FP)
-	MOVQ AX, read+40(FP)
+	MOVQ R12, written+40(FP)
+	MOVQ AX, read+48(FP)
 	VZEROUPPER
 	RET
 

@@ -26,7 +26,7 @@ func plainBlocks512(*byte, int) (int, bool) { panic("bytemask: plainBlocks512 wi
 // can be true).
 var Escaper = false
 
-func escapeBlocks512(*byte, int, *byte, int) (int, int) {
+func escapeBlocks512(*byte, int, *byte, int, bool) (int, int) {
 	panic("bytemask: escapeBlocks512 without AVX-512")
 }
 

@@ -14,11 +14,30 @@ import "unsafe"
 // room left for). s must not lie in b's spare capacity, which it writes past
 // what it returns. Without AVX-512 VBMI2 it reads nothing.
 func EscapeBlocks(b, s []byte) ([]byte, int) {
+	return escapeBlocks(b, s, false)
+}
+
+// EscapeText is EscapeBlocks for text not known to be valid UTF-8: each block
+// is judged as it is read, in the same pass, and the first that shows a UTF-8
+// error or ends U+2028 or U+2029 stops it too, as does a lead byte at the end
+// of s with too few bytes after it (it leaves that character's bytes). What it wrote is thus valid
+// UTF-8 without U+2028 or U+2029 but for a character that may be cut short at
+// its end (CharStart(s, read) is where it starts: its bytes, all of 0x80 and
+// above, are written as they are, one for one); all of s is read only when s
+// is all valid. Without AVX-512 VBMI2 it reads nothing.
+func EscapeText(b, s []byte) ([]byte, int) {
+	if n := len(s); n > 0 && s[n-1] >= 0xC0 || n > 1 && s[n-2] >= 0xE0 || n > 2 && s[n-3] >= 0xF0 {
+		s = s[:CharStart(s, n)] // a lead with too few bytes after it: no block shows the error
+	}
+	return escapeBlocks(b, s, true)
+}
+
+func escapeBlocks(b, s []byte, check bool) ([]byte, int) {
 	if !Escaper || len(s) == 0 || cap(b)-len(b) < 128 {
 		return b, 0
 	}
 	room := b[len(b):cap(b)]
-	w, r := escapeBlocks512(unsafe.SliceData(room), len(room), unsafe.SliceData(s), len(s))
+	w, r := escapeBlocks512(unsafe.SliceData(room), len(room), unsafe.SliceData(s), len(s), check)
 	return b[:len(b)+w], r
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // escapeCases are valid UTF-8 texts without U+2028 or U+2029, with each thing
@@ -145,5 +146,171 @@ func BenchmarkEscapeBlocks(b *testing.B) {
 	b.SetBytes(int64(len(s)))
 	for b.Loop() {
 		out, _ = EscapeBlocks(out[:0], s)
+	}
+}
+
+// sameTextEscaping holds EscapeText to what it must do with any bytes s, after
+// a prefix, with room bytes of capacity past it: write what the bytes'
+// reading writes of what it read, never past b's capacity; stop at a block's
+// start (or before a lead at the end with too few bytes after it); write valid
+// UTF-8 without U+2028 or U+2029 up to CharStart(s, read); read all of s only
+// when s is such text; and, with room to spare, stop only before a block with
+// a control character written \u00XX, or one after which the text cannot be
+// valid (an error no bytes after it mend) or that ends U+2028 or U+2029.
+func sameTextEscaping(t *testing.T, s []byte, room int) {
+	t.Helper()
+	whole := bytes.Repeat([]byte{0xAA}, 3+room+256)
+	b := whole[: 3 : 3+room]
+	copy(b, "ab\"")
+	got, read := EscapeText(b, s)
+	if past := whole[3+room:]; !bytes.Equal(past, bytes.Repeat([]byte{0xAA}, len(past))) {
+		t.Fatalf("%q room %d: written past b's capacity", s, room)
+	}
+	want, wantRead := escapeBlocksGo([]byte("ab\""), s[:read])
+	cut := CharStart(s, len(s))
+	if valid, _ := wantText(s[cut:]); valid {
+		cut = len(s)
+	}
+	switch valid, sep := wantText(s[:CharStart(s, read)]); {
+	case &got[:1][0] != &b[:1][0] || cap(got) != cap(b):
+		t.Fatalf("%q room %d: b was grown", s, room)
+	case read < len(s) && read%64 != 0 && read != cut:
+		t.Fatalf("%q room %d: stopped at %d, inside a block", s, room, read)
+	case wantRead != read || !bytes.Equal(got, want):
+		t.Fatalf("%q room %d: read %d, wrote\n%q\nthe bytes' reading:\n%q", s, room, read, got, want)
+	case !valid || sep:
+		t.Fatalf("%q room %d: read %d, not text up to its last character (valid %v, U+2028/9 %v)", s, room, read, valid, sep)
+	}
+	if valid, sep := wantText(s); read == len(s) && (!valid || sep) {
+		t.Fatalf("%q room %d: read all of text that is not valid (%v) or holds U+2028/9 (%v)", s, room, valid, sep)
+	}
+	if room < 2*len(s)+128 || read == len(s) || read == cut {
+		return
+	}
+	end := min(read+64, len(s))
+	if _, letterless := escapeBlocksGo(nil, s[read:end]); letterless < end-read {
+		return
+	}
+	if !validPrefix(s[:end]) || bytes.Contains(s[max(read-2, 0):end], []byte("\u2028")) || bytes.Contains(s[max(read-2, 0):end], []byte("\u2029")) {
+		return
+	}
+	t.Fatalf("%q: stopped at %d before a block it could write", s, read)
+}
+
+// validPrefix says whether bytes may follow s to make it valid UTF-8.
+func validPrefix(s []byte) bool {
+	c := CharStart(s, len(s))
+	if !utf8.Valid(s[:c]) {
+		return false
+	}
+	var mend func(p []byte) bool
+	mend = func(p []byte) bool {
+		if utf8.Valid(p) {
+			return true
+		}
+		if len(p) >= utf8.UTFMax {
+			return false
+		}
+		for _, c := range []byte{0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF} { // the ends of every range a byte after a lead may take
+			if mend(append(p[:len(p):len(p)], c)) {
+				return true
+			}
+		}
+		return false
+	}
+	return mend(s[c:])
+}
+
+// textPieces are what EscapeText meets: text, escapes, control characters,
+// U+2028 and U+2029, and each kind of UTF-8 error and cut character.
+var textPieces = []string{"a", " ", `"`, `\`, "\n", "\t", "é", "漢", "😀", "\x01",
+	"\u2028", "\u2029", "\xe2\x80", "\xe2", "\x80", "\xbf", "\xc0", "\xc1\xbf", "\xed\xa0\x80",
+	"\xf4\x90\x80\x80", "\xf5", "\xe0\x80", "\xf0\x8f", "\xf0\x9f\x98"}
+
+// randomText is n bytes or a little more of pieces, most of them plain text
+// (rare is how seldom the last ten pieces, the errors and cuts, come).
+func randomText(r *rand.Rand, n, rare int) []byte {
+	var sb strings.Builder
+	for sb.Len() < n {
+		i := r.IntN(len(textPieces))
+		if i >= len(textPieces)-10 && r.IntN(rare) != 0 {
+			continue
+		}
+		sb.WriteString(textPieces[i])
+	}
+	return []byte(sb.String())
+}
+
+// TestEscapeTextOfAnyBytes: EscapeText on escapeCases, on CheckText's edge
+// cases, and on random text with errors placed anywhere, at every length to a
+// few blocks and with every amount of room.
+func TestEscapeTextOfAnyBytes(t *testing.T) {
+	if !Escaper {
+		t.Skip("EscapeText reads nothing without AVX-512 VBMI2")
+	}
+	t.Run("escape cases", func(t *testing.T) {
+		for _, s := range escapeCases() {
+			for _, room := range []int{0, 127, 128, 200, len(s), 2*len(s) + 128} {
+				sameTextEscaping(t, s, room)
+			}
+		}
+	})
+	t.Run("block edges", func(t *testing.T) {
+		for _, c := range blockEdgeCases() {
+			for _, room := range []int{128, 2*len(c.text) + 128} {
+				sameTextEscaping(t, c.text, room)
+			}
+		}
+	})
+	t.Run("tails of a few bytes", func(t *testing.T) {
+		// The last block loaded under a mask: what ends the blocks before is
+		// judged with the tail's bytes, even with one or two of them.
+		for _, end := range []string{"\xff", "\xc0", "\xc3", "\xe2", "\xe2\x80", "\xf0", "\xf0\x9f\x98", "\xed\xa0", "é", "\u2028"[:2]} {
+			for _, blocks := range []int{1, 2} {
+				for tail := 1; tail <= 4; tail++ {
+					s := []byte(strings.Repeat("x", 64*blocks-len(end)) + end + strings.Repeat("\t", tail))
+					sameTextEscaping(t, s, 2*len(s)+128)
+				}
+			}
+		}
+	})
+	r := rand.New(rand.NewPCG(3, 5))
+	for _, rare := range []int{1, 20, 200} {
+		t.Run("random, errors 1 in "+strconv.Itoa(rare), func(t *testing.T) {
+			for n := range 400 {
+				s := randomText(r, n, rare)
+				sameTextEscaping(t, s, 2*len(s)+128)
+				sameTextEscaping(t, s, r.IntN(2*len(s)+200))
+			}
+		})
+	}
+}
+
+// FuzzEscapeText holds EscapeText to sameTextEscaping on any bytes.
+func FuzzEscapeText(f *testing.F) {
+	for _, s := range escapeCases() {
+		f.Add(s, uint16(len(s)))
+	}
+	f.Add([]byte(strings.Repeat("a", 63)+"\xe2\x80\xa8"+strings.Repeat("b", 70)), uint16(1000))
+	f.Fuzz(func(t *testing.T, s []byte, room uint16) {
+		if !Escaper {
+			t.Skip()
+		}
+		sameTextEscaping(t, s, int(room))
+		sameTextEscaping(t, s, 2*len(s)+128)
+	})
+}
+
+func BenchmarkEscapeText(b *testing.B) {
+	s := escapeCases()["prose"]
+	for len(s) < 512<<10 {
+		s = append(s, s...)
+	}
+	out := make([]byte, 0, 2*len(s)+128)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		if out, _ = EscapeText(out[:0], s); len(out) < len(s) {
+			b.Fatal("stopped")
+		}
 	}
 }

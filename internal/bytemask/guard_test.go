@@ -126,6 +126,17 @@ func TestEscapeBlocksGuardPages(t *testing.T) {
 	})
 }
 
+// TestEscapeTextGuardPages: EscapeText reads nothing outside the string (its
+// last bytes, and the three before each, are loaded under a mask; the first
+// block's bytes before are made from the block) and does what
+// sameTextEscaping holds it to, valid text or not.
+func TestEscapeTextGuardPages(t *testing.T) {
+	if !Escaper {
+		t.Skip("EscapeText reads nothing without AVX-512 VBMI2")
+	}
+	againstGuards(t, func(t *testing.T, s []byte) { sameTextEscaping(t, s, 2*len(s)+128) })
+}
+
 var guardSink byte
 
 // faults says whether f panicked on a memory fault (SetPanicOnFault on).

@@ -153,6 +153,19 @@ func holdsToText(t *testing.T, s []byte) {
 func TestCheckTextAtBlockEdges(t *testing.T) { eachForm(t, checkTextAtBlockEdges) }
 
 func checkTextAtBlockEdges(t *testing.T) {
+	for _, c := range blockEdgeCases() {
+		t.Run(c.name, func(t *testing.T) { holdsToText(t, c.text) })
+	}
+}
+
+// blockEdgeCase is ASCII text with a sequence of bytes at one of CheckText's
+// edges (see TestCheckTextAtBlockEdges).
+type blockEdgeCase struct {
+	name string
+	text []byte
+}
+
+func blockEdgeCases() []blockEdgeCase {
 	cases := []struct {
 		name   string
 		length int
@@ -211,13 +224,13 @@ func checkTextAtBlockEdges(t *testing.T) {
 		{"E2 81 A8 across 128", 192, 126, "\xe2\x81\xa8"},
 		{"80 A8 after ASCII across 128", 192, 127, "\x80\xa8"},
 	}
+	out := make([]blockEdgeCase, 0, len(cases))
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			s := []byte(strings.Repeat("a", tc.length))
-			copy(s[tc.at:], tc.seq)
-			holdsToText(t, s[:tc.length])
-		})
+		s := []byte(strings.Repeat("a", tc.length))
+		copy(s[tc.at:], tc.seq)
+		out = append(out, blockEdgeCase{tc.name, s})
 	}
+	return out
 }
 
 // blocksModel is what utf8Blocks512 says of the blocks at b[start:]: the
