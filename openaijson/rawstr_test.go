@@ -171,12 +171,14 @@ func appendStrBlocksAreTheWordReading(t *testing.T) {
 				}
 				for _, strict := range []bool{false, true} {
 					want, wantOK := appendStrBy(nil, s, strict, false)
-					for _, room := range []int{0, 2*len(s) + 128} { // too little for EscapeText, and enough
-						got, gotOK := appendStrBy(make([]byte, 0, room), s, strict, true)
-						if gotOK != wantOK || (gotOK && string(got) != string(want)) {
-							t.Fatalf("%q strict=%v room %d: blocks %q %v, words %q %v", s, strict, room, got, gotOK, want, wantOK)
+					// Too little room for EscapeText, enough, and any, after what b held.
+					for _, room := range []int{0, 2*len(s) + 128, r.IntN(2*len(s) + 300)} {
+						pre := strings.Repeat("p", r.IntN(80))
+						got, gotOK := appendStrBy(append(make([]byte, 0, len(pre)+room), pre...), s, strict, true)
+						if gotOK != wantOK || (gotOK && string(got) != pre+string(want)) {
+							t.Fatalf("%q strict=%v room %d after %d: blocks %q %v, words %q %v", s, strict, room, len(pre), got, gotOK, want, wantOK)
 						}
-						gotS, _ := appendStrBy(make([]byte, 0, room), string(s), strict, true)
+						gotS, _ := appendStrBy(append(make([]byte, 0, len(pre)+room), pre...), string(s), strict, true)
 						if gotOK && string(gotS) != string(got) {
 							t.Fatalf("%q room %d: from a string %q, from bytes %q", s, room, gotS, got)
 						}

@@ -26,10 +26,22 @@ func EscapeBlocks(b, s []byte) ([]byte, int) {
 // above, are written as they are, one for one); all of s is read only when s
 // is all valid. Without AVX-512 VBMI2 it reads nothing.
 func EscapeText(b, s []byte) ([]byte, int) {
-	if n := len(s); n > 0 && s[n-1] >= 0xC0 || n > 1 && s[n-2] >= 0xE0 || n > 2 && s[n-3] >= 0xF0 {
-		s = s[:CharStart(s, n)] // a lead with too few bytes after it: no block shows the error
+	if n, c := len(s), CharStart(s, len(s)); c < n && n-c < leadLen(s[c]) {
+		s = s[:c] // a lead with too few bytes after it: no block shows the error
 	}
 	return escapeBlocks(b, s, true)
+}
+
+// leadLen is how many bytes a character that starts with lead c (0xC0 or
+// above) has, as its high bits say (4 for 0xF8 and above, never valid).
+func leadLen(c byte) int {
+	switch {
+	case c >= 0xF0:
+		return 4
+	case c >= 0xE0:
+		return 3
+	}
+	return 2
 }
 
 func escapeBlocks(b, s []byte, check bool) ([]byte, int) {

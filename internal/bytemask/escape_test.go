@@ -274,6 +274,16 @@ func TestEscapeTextOfAnyBytes(t *testing.T) {
 			}
 		}
 	})
+	t.Run("ends", func(t *testing.T) {
+		// A lead before a whole character at the end: the character is not
+		// cut short, and the lead's error shows at its first byte.
+		for _, end := range []string{"\xf0\xc2\x80", "\xf5é", "\xe2é", "\xf0é", "\xc3", "\xe2\x80", "\xf0\x9f\x98", "😀", "\xffa"} {
+			for _, n := range []int{0, 61, 100, 125} {
+				s := []byte(strings.Repeat("a", n) + end)
+				sameTextEscaping(t, s, 2*len(s)+128)
+			}
+		}
+	})
 	r := rand.New(rand.NewPCG(3, 5))
 	for _, rare := range []int{1, 20, 200} {
 		t.Run("random, errors 1 in "+strconv.Itoa(rare), func(t *testing.T) {
