@@ -38,18 +38,28 @@ func TestRESTConversationReachesTheUpstreamAsSent(t *testing.T) {
 }
 
 // A gRPC caller may send the conversation as JSON (messages_json): it is checked
-// and decoded as messages is — never forwarded as bytes, so nothing can be
-// smuggled into the upstream body beside it.
+// as the REST surface checks a body's messages and then sent upstream byte for
+// byte, or, when that check declines it, decoded (which names its fault or
+// mends its text) and sent as encoded; nothing can be smuggled into the
+// upstream body beside it.
 func TestGRPCMessagesJSON(t *testing.T) {
 	t.Parallel()
 	g := start(t, "")
 	chat := pb.NewChatServiceClient(g.conn)
-	t.Run("decoded and sent", func(t *testing.T) {
-		raw := `[{"role":"user","content":"hi"}]`
+	sent := func(t *testing.T, raw string) string {
+		t.Helper()
 		_, err := chat.CreateChatCompletion(context.Background(), &pb.ChatCompletionRequest{Model: "up/gpt-4o", MessagesJson: []byte(raw)})
 		require.NoError(t, err)
 		reqs := g.up.Requests()
-		require.Contains(t, string(reqs[len(reqs)-1].Body), `"messages":`+raw)
+		return string(reqs[len(reqs)-1].Body)
+	}
+	t.Run("sent as it is", func(t *testing.T) {
+		raw := "[ {\"role\": \"user\", \"content\": \"a \\\"q\\\"\\n\\u00e9 漢字\", \"x_trace\": {\"id\": [1, 2]}} ]"
+		require.Contains(t, sent(t, raw), `"messages":`+raw)
+	})
+	t.Run("mended text is decoded and encoded", func(t *testing.T) {
+		body := sent(t, "[{\"role\":\"user\",\"content\":\"a\xffb\"}]")
+		require.Contains(t, body, "\"messages\":[{\"role\":\"user\",\"content\":\"a\uFFFDb\"}]") // U+FFFD written as it is
 	})
 	// A mark like the one the codec puts on a conversation it wrote itself,
 	// hidden in an unknown field's value: still the caller's own bytes.

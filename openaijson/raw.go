@@ -615,6 +615,24 @@ func (d *decoder) rawMessages(m protoreflect.Message, raw, list protoreflect.Fie
 	return true
 }
 
+// KeepMessagesJSON reports whether req's messages_json, bytes a gRPC caller
+// sent, may go upstream as they are: one JSON array (and nothing after it) that
+// passes the check UnmarshalChat gives a REST body's "messages" member, with
+// the same limits (its depth counted as inside the request object) — valid as
+// messages, nothing decoding would mend, not empty, every message with a role.
+// False: decode it (Messages), which says what is wrong with it, or mends it.
+func KeepMessagesJSON(req *pb.ChatCompletionRequest) bool {
+	raw := req.GetMessagesJson()
+	if len(raw) == 0 {
+		return false
+	}
+	s := scanner{data: raw, depth: 1}
+	s.ws()
+	return s.checkRawMessages(chatMessage) && s.atEnd()
+}
+
+var chatMessage = (&pb.ChatMessage{}).ProtoReflect().Descriptor()
+
 // Messages returns req's conversation: its messages, or messages_json decoded
 // (with Unmarshal's limits and errors, their param under "messages").
 func Messages(req *pb.ChatCompletionRequest) ([]*pb.ChatMessage, error) {

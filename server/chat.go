@@ -33,7 +33,9 @@ type chatService struct {
 // A conversation the REST surface kept as bytes (messages_json) was checked as
 // it was read (openaijson.UnmarshalChat), and one the gRPC codec wrote from a
 // caller's messages was made by Switchyard (codec.Transcoded); one a gRPC caller
-// sent as bytes is decoded here, and checked as messages is.
+// sent as bytes is checked here as the REST surface checks its own
+// (openaijson.KeepMessagesJSON) and goes upstream as it is, or, when that check
+// declines it, is decoded here, and checked as messages is.
 func validate(ctx context.Context, req *pb.ChatCompletionRequest) error {
 	if req.GetModel() == "" {
 		return invalidRequest("model", "you must provide a model parameter")
@@ -43,7 +45,7 @@ func validate(ctx context.Context, req *pb.ChatCompletionRequest) error {
 		if len(msgs) > 0 {
 			return invalidRequest("messages_json", "set 'messages' or 'messages_json', not both")
 		}
-		if fromREST(ctx) || codec.Transcoded(req) { // bytes Switchyard checked or wrote itself
+		if fromREST(ctx) || codec.Transcoded(req) || openaijson.KeepMessagesJSON(req) { // bytes Switchyard checked or wrote itself
 			return validateOptions(req)
 		}
 		var err error
@@ -54,8 +56,8 @@ func validate(ctx context.Context, req *pb.ChatCompletionRequest) error {
 			}
 			return err
 		}
-		// A caller's bytes are decoded, not forwarded: only the REST surface's own
-		// check vouches for bytes sent upstream as they are.
+		// Bytes the check declined are decoded, not forwarded: only that check
+		// vouches for bytes sent upstream as they are.
 		req.Messages, req.MessagesJson = msgs, nil
 	}
 	if len(msgs) == 0 {

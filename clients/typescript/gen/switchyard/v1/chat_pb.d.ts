@@ -183,7 +183,9 @@ export declare type ChatCompletionRequest = Message<"switchyard.v1.ChatCompletio
    * The conversation as a JSON array in OpenAI's shape, instead of messages: the
    * REST surface keeps a body's "messages" member this way, validated but not
    * decoded, and OpenAI-compatible upstreams receive those bytes as they arrived.
-   * A gRPC caller that already holds the JSON may set it too (it is checked as
+   * A gRPC caller that already holds the JSON may set it too: it is checked as
+   * the REST surface checks a body's "messages" and sent upstream as it is, or,
+   * when it has a fault or text decoding would mend, decoded (and checked as
    * messages is). Set at most one of messages and messages_json. In JSON this
    * field is the "messages" member; "messages_json" itself is not a member.
    *
