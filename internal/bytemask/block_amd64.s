@@ -590,6 +590,52 @@ DATA escletters<>+48(SB)/8, $0
 DATA escletters<>+56(SB)/8, $0
 GLOBL escletters<>(SB), RODATA|NOPTR, $64
 
+// UTF8CONSTS512 loads the AVX-512 UTF-8 check's tables and constants (those
+// of UTF8CONSTS, a lane each): Z16 the low nibbles, Z17-Z19 the tables, Z20
+// and Z21 the lead bytes of three and four bytes, Z22 the high bits (and
+// 0x80); Z23-Z25 the bytes of U+2028 and U+2029 (E2, then A8 less its low bit).
+#define UTF8CONSTS512 \
+	VBROADCASTI32X4 nibble<>(SB), Z16 \
+	VBROADCASTI32X4 firsthigh<>(SB), Z17 \
+	VBROADCASTI32X4 firstlow<>(SB), Z18 \
+	VBROADCASTI32X4 secondhigh<>(SB), Z19 \
+	VBROADCASTI32X4 lead3<>(SB), Z20 \
+	VBROADCASTI32X4 lead4<>(SB), Z21 \
+	VBROADCASTI32X4 highbits<>(SB), Z22 \
+	VBROADCASTI32X4 e2s<>(SB), Z23 \
+	VBROADCASTI32X4 fes<>(SB), Z24 \
+	VBROADCASTI32X4 a8s<>(SB), Z25
+
+// UTF8ERRORS512(in, p1, p2, p3, t1, t2, out) sets the bytes of out that are
+// not zero where a byte of in shows a UTF-8 error, p1, p2 and p3 holding the
+// bytes one, two and three before each (Keiser and Lemire's tables, as in
+// UTF8HALF; constants as UTF8CONSTS512 loads them; t1 and t2 scratch).
+#define UTF8ERRORS512(in, p1, p2, p3, t1, t2, out) \
+	VPSRLW $4, p1, t1 \
+	VPANDQ Z16, t1, t1 \
+	VPSHUFB t1, Z17, t1 \
+	VPANDQ Z16, p1, out \
+	VPSHUFB out, Z18, out \
+	VPANDQ t1, out, out \
+	VPSRLW $4, in, t1 \
+	VPANDQ Z16, t1, t1 \
+	VPSHUFB t1, Z19, t1 \
+	VPANDQ t1, out, out \
+	VPSUBUSB Z20, p2, t1 \
+	VPSUBUSB Z21, p3, t2 \
+	VPORQ t2, t1, t1 \
+	VPANDQ Z22, t1, t1 \
+	VPXORQ t1, out, out
+
+// LINESEPS512(in, p1, p2, t, k) sets k to the bytes of in that end U+2028 or
+// U+2029 (E2 80 A8, E2 80 A9: p2 E2, p1 80, in A8 less its low bit; t
+// scratch).
+#define LINESEPS512(in, p1, p2, t, k) \
+	VPCMPEQB Z23, p2, k \
+	VPCMPEQB Z22, p1, k, k \
+	VPANDQ Z24, in, t \
+	VPCMPEQB Z25, t, k, k
+
 // before1: byte i is i-1 (mod 64), VPERMB's indexes for a block's bytes one
 // place on (the byte before each).
 DATA before1<>+0(SB)/8, $0x060504030201003f
@@ -621,7 +667,8 @@ GLOBL before1<>(SB), RODATA|NOPTR, $64
 // with its bytes, and the three before each, loaded under the block's mask;
 // the first block's from the block itself, VPERMB one place on, with nothing
 // before it): one with an error in its bytes, or a byte that ends U+2028 or
-// U+2029, stops the loop. Constants in Z20-Z30.
+// U+2029, stops the loop. Constants in Z16-Z30 (the UTF-8 check's as
+// UTF8CONSTS512 loads them).
 TEXT ·escapeBlocks512(SB), NOSPLIT, $0-56
 	MOVQ dst+0(FP), DI
 	MOVQ room+8(FP), R10
@@ -630,24 +677,15 @@ TEXT ·escapeBlocks512(SB), NOSPLIT, $0-56
 	MOVBQZX check+32(FP), R15
 	XORQ AX, AX // read
 	XORQ R12, R12 // written
-	VBROADCASTI32X4 quotes<>(SB), Z16
-	VBROADCASTI32X4 backslashes<>(SB), Z17
-	VBROADCASTI32X4 top3<>(SB), Z18
-	VMOVDQU64 escletters<>(SB), Z19
+	VBROADCASTI32X4 quotes<>(SB), Z26
+	VBROADCASTI32X4 backslashes<>(SB), Z27
+	VBROADCASTI32X4 top3<>(SB), Z28
+	VMOVDQU64 escletters<>(SB), Z29
 	MOVQ $0x5555555555555555, R8 // even slots
 	MOVQ $0xaaaaaaaaaaaaaaaa, R9 // odd slots
 	TESTQ R15, R15
 	JZ escloop
-	VBROADCASTI32X4 nibble<>(SB), Z20
-	VBROADCASTI32X4 firsthigh<>(SB), Z21
-	VBROADCASTI32X4 firstlow<>(SB), Z22
-	VBROADCASTI32X4 secondhigh<>(SB), Z23
-	VBROADCASTI32X4 lead3<>(SB), Z24
-	VBROADCASTI32X4 lead4<>(SB), Z25
-	VBROADCASTI32X4 highbits<>(SB), Z26
-	VBROADCASTI32X4 e2s<>(SB), Z27
-	VBROADCASTI32X4 fes<>(SB), Z28
-	VBROADCASTI32X4 a8s<>(SB), Z29
+	UTF8CONSTS512
 	VMOVDQU64 before1<>(SB), Z30
 
 escloop:
@@ -702,35 +740,18 @@ escjudge:
 	VPMOVB2M Z8, K1
 	KORTESTQ K1, K1
 	JZ escclassify // ASCII, after three ASCII bytes: nothing to judge
-	VPCMPEQB Z27, Z5, K1 // E2 80 A8 or E2 80 A9 ends here
-	VPCMPEQB Z26, Z4, K1, K1
-	VPANDQ Z28, Z0, Z8
-	VPCMPEQB Z29, Z8, K1, K1
+	LINESEPS512(Z0, Z4, Z5, Z8, K1)
 	KORTESTQ K1, K1
 	JNZ escdone
-	VPSRLW $4, Z4, Z8
-	VPANDQ Z20, Z8, Z8
-	VPSHUFB Z8, Z21, Z8
-	VPANDQ Z20, Z4, Z9
-	VPSHUFB Z9, Z22, Z9
-	VPANDQ Z8, Z9, Z9
-	VPSRLW $4, Z0, Z8
-	VPANDQ Z20, Z8, Z8
-	VPSHUFB Z8, Z23, Z8
-	VPANDQ Z8, Z9, Z9 // the errors the pairs can show
-	VPSUBUSB Z24, Z5, Z8
-	VPSUBUSB Z25, Z6, Z10
-	VPORQ Z10, Z8, Z8
-	VPANDQ Z26, Z8, Z8 // must be a third or fourth byte
-	VPXORQ Z8, Z9, Z9
+	UTF8ERRORS512(Z0, Z4, Z5, Z6, Z8, Z10, Z9)
 	VPTESTMB Z9, Z9, K7, K1
 	KORTESTQ K1, K1
 	JNZ escdone // a UTF-8 error in the block's bytes
 
 escclassify:
-	VPCMPEQB Z16, Z0, K7, K1
-	VPCMPEQB Z17, Z0, K7, K2
-	VPTESTNMB Z18, Z0, K7, K3 // control
+	VPCMPEQB Z26, Z0, K7, K1
+	VPCMPEQB Z27, Z0, K7, K2
+	VPTESTNMB Z28, Z0, K7, K3 // control
 	KORQ K1, K2, K4
 	KORQ K3, K4, K4
 	KORTESTQ K4, K4
@@ -741,7 +762,7 @@ escclassify:
 	JMP escloop
 
 escspecial:
-	VPERMB Z19, Z0, Z1 // each byte's letter, by its low six bits
+	VPERMB Z29, Z0, Z1 // each byte's letter, by its low six bits
 	VPTESTNMB Z1, Z1, K5
 	KANDQ K3, K5, K5
 	KORTESTQ K5, K5
@@ -755,7 +776,7 @@ escspecial:
 	POPCNTQ R11, R13
 	PEXTQ R11, R9, R11
 	KMOVQ R11, K6
-	VMOVDQA64 Z17, Z2
+	VMOVDQA64 Z27, Z2
 	VPEXPANDB Z0, K6, Z2
 	VMOVDQU64 Z2, (DI)(R12*1)
 	ADDQ R13, R12
@@ -767,7 +788,7 @@ escspecial:
 	PEXTQ BX, R9, BX
 	KMOVQ BX, K6
 	VEXTRACTI64X4 $1, Z0, Y3
-	VMOVDQA64 Z17, Z2
+	VMOVDQA64 Z27, Z2
 	VPEXPANDB Z3, K6, Z2
 	VMOVDQU64 Z2, (DI)(R12*1)
 	LEAQ -64(R12)(R13*1), R12
@@ -792,16 +813,7 @@ escdone:
 TEXT ·utf8Blocks512(SB), NOSPLIT, $0-18
 	MOVQ p+0(FP), SI
 	MOVQ blocks+8(FP), CX
-	VBROADCASTI32X4 nibble<>(SB), Z16
-	VBROADCASTI32X4 firsthigh<>(SB), Z17
-	VBROADCASTI32X4 firstlow<>(SB), Z18
-	VBROADCASTI32X4 secondhigh<>(SB), Z19
-	VBROADCASTI32X4 lead3<>(SB), Z20
-	VBROADCASTI32X4 lead4<>(SB), Z21
-	VBROADCASTI32X4 highbits<>(SB), Z22
-	VBROADCASTI32X4 e2s<>(SB), Z23
-	VBROADCASTI32X4 fes<>(SB), Z24
-	VBROADCASTI32X4 a8s<>(SB), Z25
+	UTF8CONSTS512
 	VPXORQ Z6, Z6, Z6 // the errors so far
 	XORQ R8, R8 // the line separators so far
 
@@ -816,28 +828,10 @@ u512loop:
 	KORTESTQ K4, K4
 	JZ u512next
 
-	VPCMPEQB Z23, Z2, K4 // E2 80 A8 or E2 80 A9 ends here
-	VPCMPEQB Z22, Z1, K4, K4
-	VPANDQ Z24, Z0, Z4
-	VPCMPEQB Z25, Z4, K4, K4
+	LINESEPS512(Z0, Z1, Z2, Z4, K4)
 	KMOVQ K4, AX
 	ORQ AX, R8
-
-	VPSRLW $4, Z1, Z4
-	VPANDQ Z16, Z4, Z4
-	VPSHUFB Z4, Z17, Z4
-	VPANDQ Z16, Z1, Z5
-	VPSHUFB Z5, Z18, Z5
-	VPANDQ Z4, Z5, Z5
-	VPSRLW $4, Z0, Z4
-	VPANDQ Z16, Z4, Z4
-	VPSHUFB Z4, Z19, Z4
-	VPANDQ Z4, Z5, Z5
-	VPSUBUSB Z20, Z2, Z4
-	VPSUBUSB Z21, Z3, Z7
-	VPORQ Z7, Z4, Z4
-	VPANDQ Z22, Z4, Z4
-	VPXORQ Z4, Z5, Z5
+	UTF8ERRORS512(Z0, Z1, Z2, Z3, Z4, Z7, Z5)
 	VPORQ Z5, Z6, Z6
 
 u512next:
