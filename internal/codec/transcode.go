@@ -97,19 +97,24 @@ func transcodeChat(data mem.BufferSlice, req *pb.ChatCompletionRequest, lend *bu
 	if len(data) == 1 && !worthTranscoding(data[0].ReadOnlyData()) {
 		return false // a first look, copying nothing (several buffers: a long request, worth it)
 	}
-	size := data.Len()
 	var ref bufpool.Ref
-	if lend != nil {
-		// A lent buffer has room for a quarter more (code, with its quotes,
-		// tabs and newlines, escapes more than prose): outgrowing it costs the
-		// allocation lending saves, and a copy. None for a short conversation.
-		ref = bufpool.Get(size + size/4 + 16)
+	var buf []byte
+	// The buffer is taken when the first message is read: a request without
+	// messages, or with messages_json, gives up before it takes one.
+	take := func() []byte {
+		size := data.Len()
+		if lend != nil {
+			// A lent buffer has room for a quarter more (code, with its quotes,
+			// tabs and newlines, escapes more than prose): outgrowing it costs the
+			// allocation lending saves, and a copy. None for a short conversation.
+			ref = bufpool.Get(size + size/4 + 16)
+		}
+		if buf = ref.Buf(); buf == nil {
+			buf = make([]byte, 0, size+size/8+16) // room for the escapes of ordinary text
+		}
+		return buf
 	}
-	buf := ref.Buf()
-	if buf == nil {
-		buf = make([]byte, 0, size+size/8+16) // room for the escapes of ordinary text
-	}
-	js, rest, ok := transcodeFields(buf, make([]byte, 0, 512), newFieldReader(data))
+	js, rest, ok := transcodeFields(take, make([]byte, 0, 512), newFieldReader(data))
 	if ok && ref != (bufpool.Ref{}) && unsafe.SliceData(js) != unsafe.SliceData(buf) {
 		ref.Release() // outgrown: js is a buffer of its own
 		ref = bufpool.Ref{}
@@ -132,13 +137,13 @@ func transcodeChat(data mem.BufferSlice, req *pb.ChatCompletionRequest, lend *bu
 }
 
 // transcodeFields reads the request's top-level fields from r and writes its
-// messages to b as a JSON array, each as soon as it is read (its bytes were
-// just read from memory: a 512 KB history read once for the fields and then
+// messages as a JSON array into the buffer take gives at the first of them,
+// each as soon as it is read (its bytes were just read from memory: a 512 KB history read once for the fields and then
 // again for the text paid a cache miss per message, ~5 % of the call); the
 // other fields are appended to rest as they came. False for a messages_json the
 // caller set, no messages, or fields or messages the fast path does not take.
-func transcodeFields(b, rest []byte, r *fieldReader) (js, _ []byte, ok bool) {
-	b = append(b, '[')
+func transcodeFields(take func() []byte, rest []byte, r *fieldReader) (js, _ []byte, ok bool) {
+	var b []byte
 	n := 0
 	for {
 		f, more, ok := r.next()
@@ -154,7 +159,9 @@ func transcodeFields(b, rest []byte, r *fieldReader) (js, _ []byte, ok bool) {
 			return nil, nil, false // the caller's own bytes: decoded, as always
 		case num == fieldMessages && typ == protowire.BytesType:
 			v, _ := protowire.ConsumeBytes(f[k:])
-			if n > 0 {
+			if n == 0 {
+				b = append(take(), '[')
+			} else {
 				b = append(b, ',')
 			}
 			n++
