@@ -123,6 +123,7 @@ func (g *Guard) run(ctx context.Context, model string, maxRetries int, call func
 		maxRetries = 0 // a probe is one HTTP attempt
 	}
 	g.budget.enter()
+	defer g.releaseOnPanic(b, p)
 	_, err = runRetries(ctx, g.retry, maxRetries, g.clock, g.rand, g.budget, func(ctx context.Context, attempt int) error {
 		if attempt > 0 {
 			g.obs.Retry(g.provider, model)
@@ -134,4 +135,17 @@ func (g *Guard) run(ctx context.Context, model string, maxRetries int, call func
 	})
 	g.budget.leave()
 	return b, p, g.clock.Now().Sub(p.start), err
+}
+
+// releaseOnPanic is run's deferred guard: a call that panics (a provider's bug)
+// leaves the retry budget and gives its permit back, counting nothing (it says
+// nothing of the upstream), before the panic goes on to the request's recovery.
+// Without it a half-open breaker would hold its probe forever, refusing the model
+// until an admin reset.
+func (g *Guard) releaseOnPanic(b *Breaker, p permit) {
+	if r := recover(); r != nil {
+		g.budget.leave()
+		b.done(p, kindCancelled, nil, g.clock.Now().Sub(p.start))
+		panic(r)
+	}
 }

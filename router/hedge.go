@@ -2,7 +2,9 @@ package router
 
 import (
 	"context"
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -82,6 +84,22 @@ type racer[T any] struct {
 	i   int
 	v   T
 	err error
+	// panicked is a panic of the attempt's own goroutine, raised again in the
+	// request's once both sides have returned, where the request's recovery
+	// answers Internal: a provider's bug in a hedged call ends that call, not the
+	// process.
+	panicked *attemptPanic
+}
+
+// attemptPanic is a panic carried from an attempt's goroutine: its value and
+// the stack it was raised on (the request's recovery logs its own).
+type attemptPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *attemptPanic) String() string {
+	return fmt.Sprintf("%v (in a hedged attempt's goroutine)\n%s", p.value, p.stack)
 }
 
 // hedge runs the chain's first target and, if it has produced nothing within
@@ -103,12 +121,18 @@ func hedge[T any](r *Router, ctx context.Context, c *chain, first int, call Call
 		route := routes[i]
 		a := newAttempt(call, route, i)
 		go func() {
-			v, err := try(actx, route, r.targets[route.Provider], a)
-			// actx carries the lending of the buffer a long body lies in
-			// (bufpool.With): it stays reachable until the attempt is over, even
-			// after a panic left the buffer to be reclaimed once unreachable.
-			runtime.KeepAlive(actx)
-			results <- racer[T]{i: i, v: v, err: err}
+			res := racer[T]{i: i}
+			defer func() {
+				if p := recover(); p != nil {
+					res.panicked = &attemptPanic{value: p, stack: debug.Stack()}
+				}
+				// actx carries the lending of the buffer a long body lies in
+				// (bufpool.With): it stays reachable until the attempt is over, even
+				// after a panic left the buffer to be reclaimed once unreachable.
+				runtime.KeepAlive(actx)
+				results <- res
+			}()
+			res.v, res.err = try(actx, route, r.targets[route.Provider], a)
 		}()
 	}
 	winner := -1
@@ -138,6 +162,7 @@ func hedge[T any](r *Router, ctx context.Context, c *chain, first int, call Call
 	case res = <-results:
 		// The primary finished (either way) before hedge_after: no hedge.
 		stopTimer()
+		res.raise()
 		r.record(routes[0], res.err)
 		winner = 0
 		return res.v, routes[0], res.err, false
@@ -154,6 +179,7 @@ func hedge[T any](r *Router, ctx context.Context, c *chain, first int, call Call
 		r.log.Debug("hedge capped", "virtual_model", c.vm.Source, "primary", routes[0].String(),
 			"after_ms", float64(after)/float64(time.Millisecond), "request_id", call.RequestID)
 		res = <-results
+		res.raise()
 		r.record(routes[0], res.err)
 		winner = 0
 		return res.v, routes[0], res.err, false
@@ -167,10 +193,20 @@ func hedge[T any](r *Router, ctx context.Context, c *chain, first int, call Call
 
 	var won *racer[T]
 	var failed []racer[T]
+	var panicked *racer[T]
 	for range 2 {
 		res := <-results
+		if res.panicked != nil {
+			panicked = &res
+			cancels[1-res.i]() // no answer is taken from a call that panicked
+			continue
+		}
 		r.record(routes[res.i], res.err)
 		switch {
+		case panicked != nil:
+			if res.err == nil && drop != nil {
+				drop(res.v)
+			}
 		case won != nil:
 			// The loser, cancelled: whatever it produced is dropped — but an answer it
 			// produced anyway was billed: its usage goes to the trace, for the ledger.
@@ -189,6 +225,12 @@ func hedge[T any](r *Router, ctx context.Context, c *chain, first int, call Call
 		default:
 			failed = append(failed, res)
 		}
+	}
+	if panicked != nil {
+		if won != nil && drop != nil {
+			drop(won.v)
+		}
+		panicked.raise()
 	}
 	if won != nil {
 		outcome := HedgePrimaryWon
@@ -216,4 +258,12 @@ func hedge[T any](r *Router, ctx context.Context, c *chain, first int, call Call
 	r.log.Debug("hedge decided", "virtual_model", c.vm.Source, "outcome", HedgeBothFailed,
 		"error", last.err.Error(), "request_id", call.RequestID)
 	return last.v, routes[last.i], last.err, true
+}
+
+// raise panics again, in the request's goroutine, with what the attempt's
+// goroutine panicked with.
+func (res *racer[T]) raise() {
+	if res.panicked != nil {
+		panic(res.panicked)
+	}
 }

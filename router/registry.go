@@ -138,7 +138,7 @@ func (r *registry) discover(ctx context.Context, log *slog.Logger, timeout time.
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			models, err := pm.target.Provider.Models(cctx)
+			models, err := modelsOf(cctx, pm.target.Provider)
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			pm.lastCheck = time.Now()
@@ -212,4 +212,16 @@ func (r *registry) status() []ProviderStatus {
 		out = append(out, st)
 	}
 	return out
+}
+
+// modelsOf asks p for its models. Discovery runs in goroutines of its own, where
+// a panic (a provider's bug, say on an upstream's odd list) would end the
+// process: it is a failed discovery instead, the last good list kept.
+func modelsOf(ctx context.Context, p providers.Provider) (models []string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("model discovery panicked: %v", r)
+		}
+	}()
+	return p.Models(ctx)
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"runtime/debug"
 	"strings"
@@ -77,7 +78,9 @@ type chain struct {
 // run gives the call its request id, server span and report, admits it (see
 // admissionStage: its key here, its model and limits once decoded), runs
 // the handler (which the drain deadline can end), then logs and measures it.
-func (c chain) run(ctx context.Context, method string, handler func(context.Context) error) error {
+// A handler's panic is recovered here, so that the call it ends is logged,
+// measured, recorded and released as the Internal error it is answered with.
+func (c chain) run(ctx context.Context, method string, handler func(context.Context) error) (err error) {
 	ctx = withRequestID(ctx)
 	ctx, span := startServerSpan(ctx, c.tracer, method)
 	defer span.End()
@@ -85,12 +88,20 @@ func (c chain) run(ctx context.Context, method string, handler func(context.Cont
 	rep.attach(c.ledger, c.virtual)
 	c.m.InFlight(rep.surface, 1)
 	defer c.m.InFlight(rep.surface, -1)
+	defer func() {
+		if r := recover(); r != nil {
+			err = recovered(c.log, method, r)
+		}
+		rep.finish(ctx, c.log, c.m, method, err)
+		rep.annotate(span, err)
+	}()
 	ctx, adm, err := c.adm.enter(ctx, method)
 	if adm.key != nil {
 		rep.key = adm.key.ID
 	}
 	if err == nil {
 		hctx, done := c.drain.track(ctx)
+		defer done() // a panic too ends its tracking
 		func() {
 			defer func() { adm.end(ctx, rep.tokensIn+rep.tokensOut, err) }() // a panic too releases its slot
 			err = handler(hctx)
@@ -98,10 +109,7 @@ func (c chain) run(ctx context.Context, method string, handler func(context.Cont
 		if drained(hctx, err) {
 			err = shuttingDown()
 		}
-		done()
 	}
-	rep.finish(ctx, c.log, c.m, method, err)
-	rep.annotate(span, err)
 	return err
 }
 
@@ -136,9 +144,16 @@ func (s *ctxStream) RecvMsg(m any) error {
 
 func recoverInto(log *slog.Logger, method string, err *error) {
 	if r := recover(); r != nil {
-		log.Error("panic in handler", "method", method, "panic", r, "stack", string(debug.Stack()))
-		*err = status.Error(codes.Internal, "internal error")
+		*err = recovered(log, method, r)
 	}
+}
+
+// recovered logs a recovered panic, its stack and value (the value as text: a
+// panic carried from another goroutine says where it was raised), and returns
+// what the caller is answered: Internal, saying nothing of it.
+func recovered(log *slog.Logger, method string, r any) error {
+	log.Error("panic in handler", "method", method, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	return status.Error(codes.Internal, "internal error")
 }
 
 type requestIDKey struct{}

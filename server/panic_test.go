@@ -1,0 +1,161 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/providers"
+	"github.com/switchyard/switchyard/router"
+)
+
+// scriptedProvider answers as its script says: "ok" answers at once, "panic"
+// panics (a provider's bug), "wait" waits for its context; "panic after backup"
+// panics once the other side of a hedge has started. started hears each call.
+type scriptedProvider struct {
+	name    string
+	script  string
+	started chan string
+	backup  <-chan string
+}
+
+func (p *scriptedProvider) Name() string                             { return p.name }
+func (p *scriptedProvider) Models(context.Context) ([]string, error) { return []string{"m"}, nil }
+
+func (p *scriptedProvider) act(ctx context.Context) {
+	p.started <- p.name
+	switch p.script {
+	case "panic":
+		panic(fmt.Sprintf("provider %s bug", p.name))
+	case "panic after backup":
+		<-p.backup
+		panic(fmt.Sprintf("provider %s bug", p.name))
+	case "wait":
+		<-ctx.Done()
+	}
+}
+
+func (p *scriptedProvider) Chat(ctx context.Context, _ *providers.Request) (*pb.ChatCompletion, error) {
+	p.act(ctx)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return &pb.ChatCompletion{Id: "c", Object: "chat.completion", Model: "m", Choices: []*pb.Choice{{
+		Message: &pb.ChatMessage{Role: "assistant", Content: structpb.NewStringValue("ok")}, FinishReason: proto.String("stop")}}}, nil
+}
+
+func (p *scriptedProvider) Stream(ctx context.Context, _ *providers.Request) (providers.Stream, error) {
+	p.act(ctx)
+	return nil, ctx.Err()
+}
+
+// A provider that panics ends its own call with Internal (REST 500), logged,
+// measured and released like any other call's end, and nothing more: not the
+// process (a hedged attempt runs in a goroutine of its own, whose panic no
+// interceptor would catch), not the next call. Hedged calls too, whichever side
+// panics and when, unary and streaming.
+func TestAPanickingProviderEndsOnlyItsCall(t *testing.T) {
+	cases := []struct {
+		name           string
+		primary, other string
+		hedge          bool
+		stream         bool
+	}{
+		{name: "unhedged", primary: "panic", other: "ok"},
+		{name: "hedged, primary panics before hedge_after", primary: "panic", other: "wait", hedge: true},
+		{name: "hedged, backup panics", primary: "wait", other: "panic", hedge: true},
+		{name: "hedged, primary panics after the backup started", primary: "panic after backup", other: "wait", hedge: true},
+		{name: "hedged stream, backup panics", primary: "wait", other: "panic", hedge: true, stream: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			started := make(chan string, 8)
+			a := &scriptedProvider{name: "a", script: tc.primary, started: started}
+			b := &scriptedProvider{name: "b", script: tc.other, started: started}
+			backup := make(chan string, 1)
+			a.backup = backup
+			healthy := &scriptedProvider{name: "h", script: "ok", started: make(chan string, 8)}
+			r := serve(t, func(c *Config) {
+				rt := router.New(slog.New(slog.DiscardHandler), []router.Target{
+					{Provider: a, Configured: []string{"m"}}, {Provider: b, Configured: []string{"m"}},
+					{Provider: healthy, Configured: []string{"m"}}})
+				vm := router.VirtualModel{Source: "vm", Strategy: router.StrategyFailover,
+					Targets: []router.VirtualTarget{{Model: "a/m"}, {Model: "b/m"}}}
+				if tc.hedge {
+					vm.HedgeAfter = 20 * time.Millisecond
+				}
+				require.NoError(t, rt.SetVirtualModels([]router.VirtualModel{vm}))
+				c.Router = rt
+			})
+			go func() { // tells a "panic after backup" primary that the backup started
+				for name := range started {
+					if name == "b" {
+						backup <- name
+						return
+					}
+				}
+			}()
+
+			conn := r.dialGRPC(t)
+			ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer sk-master")
+			client := pb.NewChatServiceClient(conn)
+			req := &pb.ChatCompletionRequest{Model: "vm", Messages: []*pb.ChatMessage{{Role: "user", Content: structpb.NewStringValue("hi")}}}
+			var err error
+			if tc.stream {
+				var st pb.ChatService_StreamChatCompletionClient
+				st, err = client.StreamChatCompletion(ctx, req)
+				if err == nil {
+					_, err = st.Recv()
+				}
+			} else {
+				_, err = client.CreateChatCompletion(ctx, req)
+			}
+			require.Equal(t, codes.Internal, status.Code(err), "%v", err)
+			require.Equal(t, "internal error", status.Convert(err).Message(), "no panic text reaches the caller")
+
+			line := logLine(t, r, "request", "code", "Internal")
+			require.Equal(t, "vm", line["model"])
+			require.Contains(t, r.logs.String(), `"msg":"panic in handler"`)
+			r.srv.drain.mu.Lock()
+			tracked := len(r.srv.drain.cancels)
+			r.srv.drain.mu.Unlock()
+			require.Zero(t, tracked, "the drainer still tracks the call")
+
+			// The process serves on: the next call on both surfaces.
+			_, err = client.CreateChatCompletion(ctx, &pb.ChatCompletionRequest{Model: "h/m",
+				Messages: []*pb.ChatMessage{{Role: "user", Content: structpb.NewStringValue("hi")}}})
+			require.NoError(t, err)
+			rest := func(model string) (int, string) {
+				body := `{"model":"` + model + `","messages":[{"role":"user","content":"hi"}]}`
+				hreq, _ := http.NewRequest(http.MethodPost, "http://"+r.http+"/v1/chat/completions", bytes.NewReader([]byte(body)))
+				hreq.Header.Set("Authorization", "Bearer sk-master")
+				resp, err := http.DefaultClient.Do(hreq)
+				require.NoError(t, err)
+				defer resp.Body.Close()
+				out, _ := io.ReadAll(resp.Body)
+				return resp.StatusCode, string(out)
+			}
+			code, _ := rest("h/m")
+			require.Equal(t, http.StatusOK, code)
+			if tc.primary == "panic" { // on REST too
+				code, out := rest("a/m")
+				require.Equal(t, http.StatusInternalServerError, code)
+				require.Contains(t, out, `"message":"internal error"`)
+				require.NotContains(t, out, "bug")
+			}
+		})
+	}
+}
