@@ -47,7 +47,7 @@ func (q *Quota) Note(model, limit string, until time.Time) {
 }
 
 // Admit implements router.TargetLimiter.
-func (q *Quota) Admit(ctx context.Context, model string, estTokens int) (func(int), error) {
+func (q *Quota) Admit(ctx context.Context, model string, estTokens int) (func(int) error, error) {
 	q.mu.Lock()
 	s, ok := q.until[model]
 	now := q.now()
@@ -60,7 +60,7 @@ func (q *Quota) Admit(ctx context.Context, model string, estTokens int) (func(in
 		return nil, &router.SaturatedError{Provider: q.provider, Model: model, Limit: s.limit, RetryAfter: s.until.Sub(now)}
 	}
 	if q.next == nil {
-		return func(int) {}, nil
+		return func(int) error { return nil }, nil
 	}
 	return q.next.Admit(ctx, model, estTokens)
 }

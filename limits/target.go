@@ -37,19 +37,21 @@ var _ router.TargetLimiter = (*Target)(nil)
 
 // Admit implements router.TargetLimiter. Refusals are *router.SaturatedError
 // wrapping the *ExceededError.
-func (t *Target) Admit(ctx context.Context, model string, estTokens int) (func(int), error) {
+func (t *Target) Admit(ctx context.Context, model string, estTokens int) (func(int) error, error) {
 	acct, err := t.lim.Admit(ctx, "target:"+t.provider, t.account, estTokens)
 	if err != nil {
 		return nil, t.saturated(model, err)
 	}
 	per, err := t.lim.Admit(ctx, "target:"+t.provider+"/"+model, t.models[model], estTokens)
 	if err != nil {
-		_ = acct.Undo() // the call never runs: the account gets its room back
+		// The call never runs: the account gets its room back. A backend that
+		// fails to take it retries on its own (or the lease expires); the
+		// refusal is what the caller must hear.
+		_ = acct.Undo()
 		return nil, t.saturated(model, err)
 	}
-	return func(used int) {
-		_ = per.Done(used)
-		_ = acct.Done(used)
+	return func(used int) error {
+		return errors.Join(per.Done(used), acct.Done(used))
 	}, nil
 }
 

@@ -18,7 +18,7 @@ func Unary[T any](r *Router, ctx context.Context, model string, call Call,
 	do func(ctx context.Context, t Target, a providers.Attempt) (T, error)) (T, Route, error) {
 	return walk(r, ctx, model, call, func(ctx context.Context, route Route, t Target, a providers.Attempt) (T, error) {
 		var resp T
-		done, err := admit(ctx, t, a, call)
+		done, err := r.admit(ctx, t, a, call)
 		if err != nil {
 			return resp, err
 		}
@@ -48,7 +48,7 @@ func Streaming[S any](r *Router, ctx context.Context, model string, call Call,
 	drop func(S), watch func(S, func(error)) S) (S, Route, error) {
 	return walk(r, ctx, model, call, func(ctx context.Context, route Route, t Target, a providers.Attempt) (S, error) {
 		var s S
-		done, err := admit(ctx, t, a, call)
+		done, err := r.admit(ctx, t, a, call)
 		if err != nil {
 			return s, err
 		}

@@ -33,22 +33,46 @@ func (e *SaturatedError) Error() string {
 // Is matches ErrTargetSaturated.
 func (e *SaturatedError) Is(target error) bool { return target == ErrTargetSaturated }
 
+// saturated keeps, of a walk's targets refused at their limits, the one that
+// frees first.
+type saturated struct {
+	route Route
+	err   *SaturatedError
+}
+
+func (s *saturated) keep(route Route, err error) {
+	var sa *SaturatedError
+	if errors.As(err, &sa) && (s.err == nil || sa.RetryAfter < s.err.RetryAfter) {
+		s.route, s.err = route, sa
+	}
+}
+
 // TargetLimiter is a provider account's own limits (rpm, tpm, concurrency).
 type TargetLimiter interface {
 	// Admit reserves room for one call to model with an estimated token cost; a
 	// target at its limit returns an error wrapping ErrTargetSaturated. done is
 	// called once when the call ends, with the tokens it really used (0 if
-	// unknown: the estimate stands).
-	Admit(ctx context.Context, model string, estTokens int) (done func(usedTokens int), err error)
+	// unknown: the estimate stands); its error (a backend that could not take the
+	// room back) is logged, the call being over either way.
+	Admit(ctx context.Context, model string, estTokens int) (done func(usedTokens int) error, err error)
 }
 
 // admit asks t's limiter, if any, for room for one call; the returned done is
-// never nil.
-func admit(ctx context.Context, t Target, a providers.Attempt, call Call) (func(int), error) {
+// never nil, and logs a release that failed.
+func (r *Router) admit(ctx context.Context, t Target, a providers.Attempt, call Call) (func(int), error) {
 	if t.Limiter == nil {
 		return func(int) {}, nil
 	}
-	return t.Limiter.Admit(ctx, a.Model, call.EstTokens)
+	done, err := t.Limiter.Admit(ctx, a.Model, call.EstTokens)
+	if err != nil {
+		return nil, err
+	}
+	return func(used int) {
+		if err := done(used); err != nil {
+			r.log.Warn("target limit release failed", "provider", t.Provider.Name(), "model", a.Model,
+				"error", err.Error(), "request_id", call.RequestID)
+		}
+	}, nil
 }
 
 // notCalled reports errors that mean a target was not called at all: an open

@@ -1,8 +1,10 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -21,9 +23,11 @@ type fullLimiter struct {
 	est   []int
 	used  []int
 	admit int
+	// releaseErr is what done returns (a backend that could not take the room back).
+	releaseErr error
 }
 
-func (l *fullLimiter) Admit(_ context.Context, model string, est int) (func(int), error) {
+func (l *fullLimiter) Admit(_ context.Context, model string, est int) (func(int) error, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.est = append(l.est, est)
@@ -31,7 +35,7 @@ func (l *fullLimiter) Admit(_ context.Context, model string, est int) (func(int)
 		return nil, &SaturatedError{Provider: "a", Model: model, Limit: "requests", RetryAfter: time.Second}
 	}
 	l.admit++
-	return func(n int) { l.mu.Lock(); l.used = append(l.used, n); l.mu.Unlock() }, nil
+	return func(n int) error { l.mu.Lock(); l.used = append(l.used, n); l.mu.Unlock(); return l.releaseErr }, nil
 }
 
 func withLimiter(f *fixture, provider string, l TargetLimiter) {
@@ -104,4 +108,57 @@ func TestLimiterHearsHowACallEnded(t *testing.T) {
 		require.Error(t, err)
 		require.Equal(t, []int{0}, l.used)
 	})
+}
+
+// waitLimiter refuses every call, each model's limit freeing after its wait.
+type waitLimiter map[string]time.Duration
+
+func (l waitLimiter) Admit(_ context.Context, model string, _ int) (func(int) error, error) {
+	return nil, &SaturatedError{Provider: "a", Model: model, Limit: "requests", RetryAfter: l[model]}
+}
+
+// A request whose every target is saturated is told the wait until the first
+// of them frees, wherever it stands in the chain, not the last one's.
+func TestEverySaturatedTargetGivesTheSoonestWait(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		waits map[string]time.Duration
+		want  time.Duration
+		model string
+	}{
+		{name: "first frees first", waits: map[string]time.Duration{"m1": 2 * time.Second, "m2": 40 * time.Second, "m3": 9 * time.Second}, want: 2 * time.Second, model: "m1"},
+		{name: "middle frees first", waits: map[string]time.Duration{"m1": 30 * time.Second, "m2": 5 * time.Second, "m3": 20 * time.Second}, want: 5 * time.Second, model: "m2"},
+		{name: "last frees first", waits: map[string]time.Duration{"m1": 30 * time.Second, "m2": 50 * time.Second, "m3": time.Second}, want: time.Second, model: "m3"},
+		{name: "an unknown wait (a concurrency slot) may free at once", waits: map[string]time.Duration{"m1": 30 * time.Second, "m2": 0, "m3": 20 * time.Second}, want: 0, model: "m2"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, chainVM("chat", StrategyFailover, "a/m1", "a/m2", "a/m3"))
+			withLimiter(f, "a", waitLimiter(tc.waits))
+			_, route, err := f.r.Chat(context.Background(), &pb.ChatCompletionRequest{Model: "chat"}, Call{})
+			var se *SaturatedError
+			require.True(t, errors.As(err, &se), "got %v", err)
+			require.Equal(t, tc.want, se.RetryAfter)
+			require.Equal(t, tc.model, se.Model)
+			require.Equal(t, tc.model, route.Model, "the route reported is the one whose wait is told")
+			require.Empty(t, f.calls)
+		})
+	}
+}
+
+// A limiter that cannot take a call's room back (its backend unreachable) is
+// heard: the router logs it, naming the target and the request.
+func TestAFailedTargetReleaseIsLogged(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var logs bytes.Buffer
+	f.r.log = slog.New(slog.NewTextHandler(&logs, nil))
+	withLimiter(f, "a", &fullLimiter{releaseErr: errors.New("redis unreachable")})
+	_, _, err := Unary(f.r, context.Background(), "a/m1", Call{RequestID: "req-1"}, func(context.Context, Target, providers.Attempt) (*pb.ChatCompletion, error) {
+		return &pb.ChatCompletion{}, nil
+	})
+	require.NoError(t, err, "the call is over either way")
+	require.Contains(t, logs.String(), `msg="target limit release failed" provider=a model=m1 error="redis unreachable" request_id=req-1`)
 }

@@ -178,7 +178,7 @@ func (s *resumeStream) resume(cause error) bool {
 		req := &providers.Request{Body: cont, Attempt: providers.Attempt{Model: route.Model, RequestID: s.call.RequestID,
 			IncludeUsage: s.call.IncludeUsage, Betas: s.call.Betas}}
 		var st providers.Stream
-		done, err := admit(s.ctx, t, req.Attempt, s.call) // the target's own limits hold for a continuation too
+		done, err := s.r.admit(s.ctx, t, req.Attempt, s.call) // the target's own limits hold for a continuation too
 		var finish resilience.Finish
 		if err == nil {
 			finish, err = t.Guard.Stream(s.ctx, req.Model, func(ctx context.Context, n int) error {

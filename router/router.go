@@ -166,6 +166,7 @@ func walk[T any](r *Router, ctx context.Context, model string, call Call, try at
 	backups, moved := 0, false
 	var last Route
 	var lastErr error
+	var soonest saturated
 	for i := 0; i < len(c.routes); i++ {
 		route := c.at(first, i)
 		if i > 0 && c.vm.Failover.MaxAttempts > 0 && backups >= c.vm.Failover.MaxAttempts {
@@ -186,6 +187,7 @@ func walk[T any](r *Router, ctx context.Context, model string, call Call, try at
 			return v, route, nil
 		}
 		last, lastErr = route, err
+		soonest.keep(route, err)
 		if ctx.Err() != nil || !c.failsOver() {
 			return zero, route, err
 		}
@@ -210,6 +212,9 @@ func walk[T any](r *Router, ctx context.Context, model string, call Call, try at
 		}
 	}
 	if moved {
+		if soonest.err != nil && errors.Is(lastErr, ErrTargetSaturated) {
+			last, lastErr = soonest.route, soonest.err // the wait a client is told: until the first target frees
+		}
 		// The chain was spent: clients should not walk it again on their own.
 		return zero, last, &resilience.SequenceError{Attempts: backups + 1, Err: lastErr}
 	}
