@@ -146,20 +146,22 @@ func TestPassthroughRetriesOnlyWhatIsIdempotent(t *testing.T) {
 		{"GET: retried", http.MethodGet, nil, 3},
 		{"DELETE: retried", http.MethodDelete, nil, 3},
 	}
-	for _, tc := range cases {
-		before := up.count.Load()
-		body := ""
-		if tc.method == http.MethodPost {
-			body = `{"purpose":"batch"}`
-		}
-		resp, got := pass(t, g, tc.method, "raw/batches", body, tc.header)
-		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, tc.name)
-		require.Equal(t, `{"error":{"message":"overloaded"}}`, got, "%s: the upstream's answer is relayed", tc.name)
-		require.Equal(t, tc.attempts, up.count.Load()-before, tc.name)
-		if tc.method == http.MethodPost {
-			_, sent := up.last()
-			require.Equal(t, body, sent, "%s: the body byte for byte, on every attempt", tc.name)
-		}
+	for _, tc := range cases { // in turn: each counts the upstream's requests
+		t.Run(tc.name, func(t *testing.T) {
+			before := up.count.Load()
+			body := ""
+			if tc.method == http.MethodPost {
+				body = `{"purpose":"batch"}`
+			}
+			resp, got := pass(t, g, tc.method, "raw/batches", body, tc.header)
+			require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+			require.Equal(t, `{"error":{"message":"overloaded"}}`, got, "the upstream's answer is relayed")
+			require.Equal(t, tc.attempts, up.count.Load()-before)
+			if tc.method == http.MethodPost {
+				_, sent := up.last()
+				require.Equal(t, body, sent, "the body byte for byte, on every attempt")
+			}
+		})
 	}
 }
 
@@ -250,4 +252,24 @@ func TestPassthroughRefusals(t *testing.T) {
 		})
 	}
 	require.Zero(t, up.count.Load(), "nothing reached the upstream")
+}
+
+// A passthrough call is a call on the provider's account like any other: the
+// account's limits (providers.X.limits) count it and refuse it at the limit,
+// with the wait, before any upstream call.
+func TestPassthroughCountsAgainstTheAccountLimits(t *testing.T) {
+	t.Parallel()
+	up := newRawUpstream(t, func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"object":"list","data":[]}`)
+	})
+	g := startPassthrough(t, up, "", "    limits: {rpm: 2}\n")
+	for i := range 2 {
+		resp, body := pass(t, g, http.MethodGet, "raw/batches", "", nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "call %d: %s", i+1, body)
+	}
+	resp, body := pass(t, g, http.MethodGet, "raw/batches", "", nil)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, body)
+	require.Contains(t, body, `"code":"rate_limit_exceeded"`)
+	require.NotEmpty(t, resp.Header.Get("Retry-After"))
+	require.Equal(t, int32(2), up.count.Load(), "the refused call reached no upstream")
 }

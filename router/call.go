@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -16,13 +17,42 @@ import (
 // endpoint's body is do's own, so a new endpoint kind needs no change here.
 func Unary[T any](r *Router, ctx context.Context, model string, call Call,
 	do func(ctx context.Context, t Target, a providers.Attempt) (T, error)) (T, Route, error) {
-	return walk(r, ctx, model, call, func(ctx context.Context, route Route, t Target, a providers.Attempt) (T, error) {
+	return walk(r, ctx, model, call, unaryTry(r, call, false, do), nil)
+}
+
+// Direct runs one call on the named provider's target without naming a model:
+// a passthrough, an arbitrary path under the provider's base URL. It passes
+// what Unary's attempts pass (the target's own limits, its guard with the
+// provider's breaker, spans, attempt metrics and the trace), once: one attempt
+// whatever the retry policy says (a request that must not be sent twice). There
+// is no chain to fail over along, and its answers stay out of request health
+// (an arbitrary path's error status says nothing of the provider's models). Its
+// answer comes back with its error, as do gives them.
+func Direct[T any](r *Router, ctx context.Context, provider string, call Call, once bool,
+	do func(ctx context.Context, t Target, a providers.Attempt) (T, error)) (T, error) {
+	t, ok := r.targets[provider]
+	if !ok {
+		var zero T
+		return zero, fmt.Errorf("%w: %q", ErrUnknownProvider, provider)
+	}
+	route := Route{Provider: provider}
+	return unaryTry(r, call, once, do)(ctx, route, t, newAttempt(call, route, 0))
+}
+
+// unaryTry is one target's part of a non-stream call: its limits, then its
+// guard's attempts (one when once), each a span and an attempt's metrics.
+func unaryTry[T any](r *Router, call Call, once bool, do func(ctx context.Context, t Target, a providers.Attempt) (T, error)) attempt[T] {
+	return func(ctx context.Context, route Route, t Target, a providers.Attempt) (T, error) {
 		var resp T
 		done, err := r.admit(ctx, t, a, call)
 		if err != nil {
 			return resp, err
 		}
-		err = t.Guard.Call(ctx, a.Model, func(ctx context.Context, n int) error {
+		run := t.Guard.Call
+		if once {
+			run = t.Guard.CallOnce
+		}
+		err = run(ctx, a.Model, func(ctx context.Context, n int) error {
 			began := time.Now()
 			ctx, span := r.startAttempt(ctx, route, n, call.Op, false)
 			var err error
@@ -33,7 +63,7 @@ func Unary[T any](r *Router, ctx context.Context, model string, call Call,
 		})
 		done(usedTokens(resp))
 		return resp, err
-	}, nil)
+	}
 }
 
 // Streaming opens a stream of any endpoint kind. open must return once the first

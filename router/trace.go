@@ -31,7 +31,11 @@ func (r *Router) startAttempt(ctx context.Context, route Route, n int, op string
 	if op == "" {
 		op = "chat"
 	}
-	return r.tracer.Start(ctx, op+" "+route.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+	name := op + " " + route.Model
+	if route.Model == "" { // a passthrough names no model
+		name = op + " " + route.Provider
+	}
+	return r.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		attribute.String("gen_ai.operation.name", op), attribute.String("gen_ai.provider.name", route.Provider),
 		attribute.String("gen_ai.request.model", route.Model), attribute.Bool("switchyard.stream", stream),
 		attribute.Int("switchyard.attempt", n+1)))

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -25,8 +24,9 @@ import (
 // included). The client's Switchyard key is removed and the provider's own
 // credentials added (providers.Passthrough). It passes the interceptor chain like
 // every inference call (auth with the master key, request id, log line, metrics,
-// drain), and the provider's guard: its breaker refuses while open and counts the
-// answers; idempotent requests (GET, HEAD, OPTIONS, PUT, DELETE, or any request
+// drain), the provider account's own limits (providers.X.limits: a call at the
+// limit is a 429 with no upstream call), and the provider's guard: its breaker
+// refuses while open and counts the answers; idempotent requests (GET, HEAD, OPTIONS, PUT, DELETE, or any request
 // with an Idempotency-Key) are retried as the provider's retry policy says, a POST
 // or PATCH without Idempotency-Key gets exactly one attempt. There is no failover:
 // no other target is equivalent for an arbitrary path.
@@ -41,7 +41,9 @@ const passthroughPrefix = "/p/"
 // passthroughService forwards passthrough calls.
 type passthroughService struct {
 	log *slog.Logger
-	// targets are the providers by name, with their guards.
+	// router runs each call on its target (router.Direct).
+	router *router.Router
+	// targets are the providers by name.
 	targets map[string]router.Target
 	// providers gives each provider's type, for the error of one without passthrough.
 	providers map[string]ProviderInfo
@@ -96,7 +98,8 @@ func (s *passthroughService) serve(ctx context.Context, w http.ResponseWriter, r
 	out := &http.Request{Method: r.Method, Header: forwardHeaders(r.Header),
 		URL: &url.URL{Path: path.Path, RawPath: path.RawPath, RawQuery: r.URL.RawQuery}}
 	a := providers.Attempt{RequestID: requestID(ctx), IdempotencyKey: validIdempotencyKey(r.Header.Get("Idempotency-Key"))}
-	resp, err := forward(ctx, t, fw, a, out, body, retriable(r.Method, a.IdempotencyKey != ""), &rep.trace)
+	call := router.Call{RequestID: a.RequestID, IdempotencyKey: a.IdempotencyKey, Trace: &rep.trace, Op: "passthrough"}
+	resp, err := forward(ctx, s.router, name, fw, call, out, body, retriable(r.Method, a.IdempotencyKey != ""))
 	if resp == nil {
 		return toStatus(s.log, err)
 	}
@@ -173,24 +176,20 @@ func (s *passthroughService) copyBody(ctx context.Context, w http.ResponseWriter
 	}
 }
 
-// forward runs the call through the target's guard (model "": the provider's
-// own breaker) and returns the answer to relay: a success, or the last error
-// status once retries are spent. A nil answer comes with the error that left
-// none (an open breaker, no answer at all). A call that must not be repeated
-// goes through CallOnce: one attempt, counted by the breaker like any other.
-func forward(ctx context.Context, t router.Target, fw providers.Passthrough, a providers.Attempt, out *http.Request,
-	body []byte, retry bool, tr *router.Trace) (*http.Response, error) {
+// forward runs the call on the provider's target (router.Direct: its account
+// limits, its guard with the provider's own breaker, spans) and returns the
+// answer to relay: a success, or the last error status once retries are spent.
+// A nil answer comes with the error that left none (an open breaker, a target
+// at its limits, no answer at all). A call that must not be repeated gets one
+// attempt, counted by the breaker like any other.
+func forward(ctx context.Context, r *router.Router, provider string, fw providers.Passthrough, call router.Call,
+	out *http.Request, body []byte, retry bool) (*http.Response, error) {
 	var resp *http.Response
-	run := t.Guard.Call
-	if !retry {
-		run = t.Guard.CallOnce
-	}
-	err := run(ctx, "", func(ctx context.Context, _ int) error {
+	_, err := router.Direct(r, ctx, provider, call, !retry, func(ctx context.Context, _ router.Target, a providers.Attempt) (*http.Response, error) {
 		if resp != nil {
 			resp.Body.Close() // a retried answer is dropped
 			resp = nil
 		}
-		atomic.AddInt64(&tr.Attempts, 1)
 		req := out.Clone(ctx)
 		req.Body, req.ContentLength = http.NoBody, 0
 		if len(body) > 0 {
@@ -199,10 +198,10 @@ func forward(ctx context.Context, t router.Target, fw providers.Passthrough, a p
 		}
 		got, err := fw.Forward(ctx, a, req)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		resp = got
-		return answerOutcome(t.Provider.Name(), got)
+		return got, answerOutcome(provider, got)
 	})
 	if resp != nil {
 		return resp, nil
