@@ -307,7 +307,8 @@ func (d *decoder) embeddingsResponse(resp *pb.CreateEmbeddingsResponse) error {
 			resp.Object, err = d.optString()
 		case "model":
 			resp.Model, err = d.optString()
-		case "usage":
+		case "usage": // a member twice: the last one counts, as in encoding/json
+			resp.Usage = nil
 			if d.null() {
 				break
 			}
@@ -329,6 +330,7 @@ func (d *decoder) embeddingsResponse(resp *pb.CreateEmbeddingsResponse) error {
 				return err
 			})
 		case "data":
+			resp.Data = nil
 			if d.null() {
 				break
 			}
@@ -365,11 +367,11 @@ func (d *decoder) embedding(e *pb.Embedding) error {
 		case "index":
 			e.Index, err = d.count()
 		case "embedding":
+			e.EmbeddingBase64, e.Embedding = "", nil
 			switch d.s.peek() {
 			case '"':
 				e.EmbeddingBase64, err = d.s.str()
 			case '[':
-				e.Embedding = e.Embedding[:0]
 				err = d.s.array(func(int) error {
 					num, err := d.s.number()
 					if err != nil {

@@ -1,8 +1,11 @@
 package openaijson
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -122,4 +125,159 @@ func FuzzEmbeddingsRequest(f *testing.F) {
 		require.NoError(t, UnmarshalEmbeddingsRequest(out, again), "%s", out)
 		require.True(t, proto.Equal(req, again), "%s\n%v\n%v", out, req, again)
 	})
+}
+
+// FuzzEmbeddingsResponse holds the decoder of an upstream's embeddings answer
+// to encoding/json: what it accepts is valid JSON, and every member it models
+// is what encoding/json reads there (a member twice: the last one, as
+// encoding/json keeps); invalid JSON is refused as a syntax error (or one
+// nested too deep), never decoded.
+func FuzzEmbeddingsResponse(f *testing.F) {
+	for _, s := range []string{
+		`{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.1,-2e-3,3]}],"model":"m","usage":{"prompt_tokens":2,"total_tokens":2}}`,
+		`{"data":[{"embedding":"AAAA","index":1},{"embedding":[]}],"usage":null,"x":[{"y":null}]}`,
+		`{"data":null,"model":null}`, `{"data":[{"embedding":[1]}],"data":[]}`, `{"usage":{"prompt_tokens":1},"usage":{"total_tokens":3}}`,
+		`{"data":[{"embedding":[1,2],"embedding":[3]}]}`, `{"data":[{"embedding":"QQ==","embedding":[1]}]}`,
+		`{"data":[{"embedding":[1e39]}]}`, `{"data":[{"index":-1}]}`, `{"data":[{"index":1.5}]}`, `[]`, `{"data":[{}]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		resp := &pb.CreateEmbeddingsResponse{}
+		err := UnmarshalEmbeddingsResponse(data, resp)
+		if !json.Valid(data) {
+			require.Error(t, err, "decoded invalid JSON %q", data)
+			require.True(t, errors.Is(err, ErrSyntax) || errors.Is(err, ErrTooDeep), "invalid JSON %q: %v", data, err)
+			return
+		}
+		if err != nil {
+			var de *Error
+			require.True(t, errors.As(err, &de), "errors are *Error: %v", err)
+			return
+		}
+		d := json.NewDecoder(bytes.NewReader(data))
+		d.UseNumber()
+		var want any
+		require.NoError(t, d.Decode(&want))
+		if msg := sameEmbeddingsResponse(resp, want); msg != "" {
+			t.Fatalf("%s\ninput %q", msg, data)
+		}
+	})
+}
+
+// sameEmbeddingsResponse says how resp differs from encoding/json's reading of
+// the same answer ("" when it does not), member by modelled member.
+func sameEmbeddingsResponse(resp *pb.CreateEmbeddingsResponse, want any) string {
+	top, ok := want.(map[string]any)
+	if !ok {
+		return "decoded a non-object"
+	}
+	if msg := sameOptString("object", resp.GetObject(), top["object"]); msg != "" {
+		return msg
+	}
+	if msg := sameOptString("model", resp.GetModel(), top["model"]); msg != "" {
+		return msg
+	}
+	switch u := top["usage"].(type) {
+	case nil:
+		if resp.Usage != nil {
+			return "usage: decoded from null or nothing"
+		}
+	case map[string]any:
+		if resp.Usage == nil {
+			return "usage: dropped"
+		}
+		if msg := sameCount("usage.prompt_tokens", resp.Usage.GetPromptTokens(), u["prompt_tokens"]); msg != "" {
+			return msg
+		}
+		if msg := sameCount("usage.total_tokens", resp.Usage.GetTotalTokens(), u["total_tokens"]); msg != "" {
+			return msg
+		}
+	default:
+		return fmt.Sprintf("usage: decoded from %T", u)
+	}
+	var list []any
+	switch d := top["data"].(type) {
+	case nil:
+	case []any:
+		list = d
+	default:
+		return fmt.Sprintf("data: decoded from %T", d)
+	}
+	if len(resp.Data) != len(list) {
+		return fmt.Sprintf("data: %d embeddings, encoding/json reads %d", len(resp.Data), len(list))
+	}
+	for i, v := range list {
+		e, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Sprintf("data[%d]: decoded from %T", i, v)
+		}
+		got := resp.Data[i]
+		if msg := sameOptString(fmt.Sprintf("data[%d].object", i), got.GetObject(), e["object"]); msg != "" {
+			return msg
+		}
+		if msg := sameCount(fmt.Sprintf("data[%d].index", i), got.GetIndex(), e["index"]); msg != "" {
+			return msg
+		}
+		switch emb := e["embedding"].(type) {
+		case nil:
+			if got.EmbeddingBase64 != "" || len(got.Embedding) > 0 {
+				return fmt.Sprintf("data[%d].embedding: decoded from nothing", i)
+			}
+		case string:
+			if got.EmbeddingBase64 != emb || len(got.Embedding) > 0 {
+				return fmt.Sprintf("data[%d].embedding: %q and %v, want the string %q", i, got.EmbeddingBase64, got.Embedding, emb)
+			}
+		case []any:
+			if got.EmbeddingBase64 != "" || len(got.Embedding) != len(emb) {
+				return fmt.Sprintf("data[%d].embedding: %q and %d numbers, want %d numbers", i, got.EmbeddingBase64, len(got.Embedding), len(emb))
+			}
+			for j, n := range emb {
+				num, ok := n.(json.Number)
+				if !ok {
+					return fmt.Sprintf("data[%d].embedding[%d]: decoded from %T", i, j, n)
+				}
+				f, err := strconv.ParseFloat(num.String(), 32)
+				if err != nil || float32(f) != got.Embedding[j] {
+					return fmt.Sprintf("data[%d].embedding[%d]: %v, want %s", i, j, got.Embedding[j], num)
+				}
+			}
+		default:
+			return fmt.Sprintf("data[%d].embedding: decoded from %T", i, emb)
+		}
+	}
+	return ""
+}
+
+func sameOptString(name, got string, want any) string {
+	switch w := want.(type) {
+	case nil:
+		if got != "" {
+			return name + ": decoded from null or nothing"
+		}
+	case string:
+		if got != w {
+			return fmt.Sprintf("%s: %q, want %q", name, got, w)
+		}
+	default:
+		return fmt.Sprintf("%s: decoded from %T", name, want)
+	}
+	return ""
+}
+
+func sameCount(name string, got int32, want any) string {
+	switch w := want.(type) {
+	case nil:
+		if got != 0 {
+			return name + ": decoded from null or nothing"
+		}
+	case json.Number:
+		f, err := strconv.ParseFloat(w.String(), 64)
+		if err != nil || f != float64(got) {
+			return fmt.Sprintf("%s: %d, want %s", name, got, w)
+		}
+	default:
+		return fmt.Sprintf("%s: decoded from %T", name, want)
+	}
+	return ""
 }
