@@ -2,13 +2,11 @@ package router
 
 import (
 	"errors"
-
 	"fmt"
-	"github.com/switchyard/switchyard/config"
-	"math/rand/v2"
 	"strings"
-	"sync/atomic"
 	"time"
+
+	"github.com/switchyard/switchyard/config"
 )
 
 // Strategy picks a virtual model's first target.
@@ -50,14 +48,13 @@ type VirtualTarget struct {
 	Weight int
 }
 
-// chain is a compiled virtual model; immutable except for its round-robin counter.
+// chain is a compiled virtual model; immutable except for its strategy's state
+// (a round-robin counter) and its hedge credit.
 type chain struct {
-	vm          VirtualModel
-	routes      []Route
-	weights     []int // cumulative
-	totalWeight int
-	next        atomic.Uint64
-	credit      hedgeCredit // caps hedge_after's hedges
+	vm       VirtualModel
+	routes   []Route
+	strategy strategy
+	credit   hedgeCredit // caps hedge_after's hedges
 }
 
 // ErrInvalidVirtualModel marks a virtual model that cannot be routed.
@@ -81,17 +78,18 @@ func compile(vm VirtualModel, providers map[string]Target) (*chain, error) {
 	if vm.Source == "" {
 		return bad("source is required")
 	}
-	switch vm.Strategy {
-	case "":
+	if vm.Strategy == "" {
 		vm.Strategy = StrategyFailover
-	case StrategyFailover, StrategyRoundRobin, StrategyWeighted:
-	default:
+	}
+	newStrategy, ok := strategies[vm.Strategy]
+	if !ok {
 		return bad("unknown strategy %q (want failover, round_robin or weighted)", vm.Strategy)
 	}
 	if len(vm.Targets) == 0 {
 		return bad("needs at least one target")
 	}
 	c := &chain{vm: vm}
+	weights := make([]int, 0, len(vm.Targets))
 	for i, t := range vm.Targets {
 		prov, local, ok := strings.Cut(t.Model, "/")
 		if !ok || local == "" {
@@ -103,39 +101,24 @@ func compile(vm VirtualModel, providers map[string]Target) (*chain, error) {
 		if t.Weight < 0 {
 			return bad("target %d (%s) has a negative weight", i, t.Model)
 		}
-		w := t.Weight
-		if w == 0 && vm.Strategy != StrategyWeighted {
-			w = 1
-		}
-		c.totalWeight += w
-		c.weights = append(c.weights, c.totalWeight)
+		weights = append(weights, t.Weight)
 		c.routes = append(c.routes, Route{Provider: prov, Model: local})
 	}
-	if vm.Strategy == StrategyWeighted && c.totalWeight == 0 {
-		return bad("weighted strategy needs a target with a positive weight")
+	st, err := newStrategy(weights)
+	if err != nil {
+		return bad("%s", err.Error())
 	}
+	c.strategy = st
 	return c, nil
 }
 
 // first picks the index of the first target by strategy.
-func (c *chain) first() int {
-	switch c.vm.Strategy {
-	case StrategyRoundRobin:
-		return int((c.next.Add(1) - 1) % uint64(len(c.routes)))
-	case StrategyWeighted:
-		x := rand.IntN(c.totalWeight)
-		for i, cum := range c.weights {
-			if x < cum {
-				return i
-			}
-		}
-	}
-	return 0
-}
+func (c *chain) first() int { return c.strategy.first() }
 
-// failsOver reports whether the chain moves past a failed target.
+// failsOver reports whether the chain moves past a failed target: its strategy
+// does, or its failover policy is enabled.
 func (c *chain) failsOver() bool {
-	return c.vm.Strategy == StrategyFailover || c.vm.Failover.Enabled
+	return c.strategy.failsOver() || c.vm.Failover.Enabled
 }
 
 // at returns the i-th target to try: the first pick, then the others in declared order.
