@@ -22,21 +22,21 @@ import (
 
 // The admission stage of the interceptor chain: auth → key → limits.
 //
-//   - auth (chain.run, before the handler, every call): the caller's key —
-//     master, admin or virtual — is checked and named in the context.
+//   - auth (chain.admission, before the handler, every call): the caller's key
+//     — master, admin or virtual — is checked and named in the context.
 //   - key and limits (once the model is known): a virtual key's allowlist (a
 //     model outside it is 403 model_not_allowed, never a 404 that would tell
 //     which models exist), then its rpm, tpm and max_concurrency (429).
 //
-// Why the second half runs where the request is decoded and not in chain.run:
+// Why the second half runs where the request is decoded, not when the stage starts:
 // the model is in the request body. A unary call's request is in the
-// interceptor's hands, so the unary interceptor admits it before the handler; a
+// interceptor's hands, so the admission stage admits it before the handler; a
 // gRPC stream's request is decoded by the handler's first RecvMsg, which the
-// stream interceptor wraps; the REST front's in-process stream and the
+// stream interceptor wraps (ctxStream); the REST front's in-process stream and the
 // body-only surfaces (/v1/messages) call admitModel the moment they have read
 // the model. Every path lands in the same function, once per call, before any
 // upstream is touched. The concurrency slot and the tpm correction are released
-// by chain.run when the handler returns — answer, error, cancellation or panic
+// by the admission stage when the handler returns — answer, error, cancellation or panic
 // alike — with the tokens the answer reported.
 type admissionStage struct {
 	log     *slog.Logger

@@ -34,18 +34,14 @@ const (
 	mdAuthorization  = "authorization"
 )
 
-// interceptors builds the chain every call passes, gRPC and REST alike, in a fixed
-// order: recovery → request id → logging → auth → drain tracking → handler. The gRPC
-// servers install it, and the REST surface runs the very same functions for its
-// in-process calls.
+// interceptors builds the chain every call passes, gRPC and REST alike: its
+// stages (see run) around the handler. The gRPC servers install it, and the REST
+// surface runs the very same functions for its in-process calls.
 func interceptors(c chain) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
 	log := c.log
 	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
-		defer recoverInto(log, info.FullMethod, &err)
-		err = c.run(ctx, info.FullMethod, func(ctx context.Context) error {
-			if err := admitRequest(ctx, req); err != nil { // the admission stage's model steps
-				return err
-			}
+		defer recoverInto(log, info.FullMethod, &err) // a panic in the stages themselves
+		err = c.run(ctx, serverCall{method: info.FullMethod, req: req}, func(ctx context.Context) error {
 			resp, err = h(ctx, req)
 			return err
 		})
@@ -53,8 +49,8 @@ func interceptors(c chain) (grpc.UnaryServerInterceptor, grpc.StreamServerInterc
 	}
 	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
 		defer recoverInto(log, info.FullMethod, &err)
-		return c.run(ss.Context(), info.FullMethod, func(ctx context.Context) error {
-			return h(srv, &ctxStream{ServerStream: ss, ctx: ctx})
+		return c.run(ss.Context(), serverCall{method: info.FullMethod}, func(ctx context.Context) error {
+			return h(srv, &ctxStream{ServerStream: ss, ctx: ctx}) // its first RecvMsg runs the model step
 		})
 	}
 	return unary, stream
@@ -75,14 +71,33 @@ type chain struct {
 	virtual func(string) bool
 }
 
-// run gives the call its request id, server span and report, admits it (see
-// admissionStage: its key here, its model and limits once decoded), runs
-// the handler (which the drain deadline can end), then logs and measures it.
-// A handler's panic is recovered here, so that the call it ends is logged,
-// measured, recorded and released as the Internal error it is answered with.
-func (c chain) run(ctx context.Context, method string, handler func(context.Context) error) (err error) {
+// serverCall is what the stages know of a call: its method and, for a unary
+// call, its decoded request (a stream's is decoded by the handler).
+type serverCall struct {
+	method string
+	req    any
+}
+
+// run passes a call through the chain's stages, in order, then the handler:
+//
+//	observe:   request id, server span and report; the call's end (its log line,
+//	           metrics, usage record), a recovered panic's too (Internal).
+//	admission: auth → key → limits (admission_stage.go).
+//	drain:     the drain deadline can end the handler (shuttingDown).
+func (c chain) run(ctx context.Context, call serverCall, handler func(context.Context) error) error {
+	return c.observe(ctx, call, func(ctx context.Context) error {
+		return c.admission(ctx, call, func(ctx context.Context) error {
+			return c.drainStage(ctx, handler)
+		})
+	})
+}
+
+// observe is the first stage: it names the call (request id), traces it,
+// starts its report, and at its end — answer, error or panic, which it
+// recovers into Internal — logs, measures and records it.
+func (c chain) observe(ctx context.Context, call serverCall, next func(context.Context) error) (err error) {
 	ctx = withRequestID(ctx)
-	ctx, span := startServerSpan(ctx, c.tracer, method)
+	ctx, span := startServerSpan(ctx, c.tracer, call.method)
 	defer span.End()
 	ctx, rep := newReport(ctx)
 	rep.attach(c.ledger, c.virtual)
@@ -90,25 +105,45 @@ func (c chain) run(ctx context.Context, method string, handler func(context.Cont
 	defer c.m.InFlight(rep.surface, -1)
 	defer func() {
 		if r := recover(); r != nil {
-			err = recovered(c.log, method, r)
+			err = recovered(c.log, call.method, r)
 		}
-		rep.finish(ctx, c.log, c.m, method, err)
+		rep.finish(ctx, c.log, c.m, call.method, err)
 		rep.annotate(span, err)
 	}()
-	ctx, adm, err := c.adm.enter(ctx, method)
+	return next(ctx)
+}
+
+// admission is the admission stage (admission_stage.go): the caller's key is
+// checked; a unary call's model is admitted here (a stream's at its first
+// RecvMsg, see ctxStream); what it was granted is released when the call ends,
+// with the tokens the answer reported.
+func (c chain) admission(ctx context.Context, call serverCall, next func(context.Context) error) (err error) {
+	ctx, adm, err := c.adm.enter(ctx, call.method)
+	rep := reportOf(ctx)
+	rep.caller, rep.adm = callerOf(ctx), adm
 	if adm.key != nil {
 		rep.key = adm.key.ID
 	}
-	if err == nil {
-		hctx, done := c.drain.track(ctx)
-		defer done() // a panic too ends its tracking
-		func() {
-			defer func() { adm.end(ctx, rep.tokensIn+rep.tokensOut, err) }() // a panic too releases its slot
-			err = handler(hctx)
-		}()
-		if drained(hctx, err) {
-			err = shuttingDown()
+	if err != nil {
+		return err
+	}
+	defer func() { adm.end(ctx, rep.tokensIn+rep.tokensOut, err) }() // a panic too releases its slot
+	if call.req != nil {
+		if err := admitRequest(ctx, call.req); err != nil {
+			return err
 		}
+	}
+	return next(ctx)
+}
+
+// drainStage tracks the call for the drain deadline, which ends it with
+// shuttingDown.
+func (c chain) drainStage(ctx context.Context, next func(context.Context) error) error {
+	hctx, done := c.drain.track(ctx)
+	defer done() // a panic too ends its tracking
+	err := next(hctx)
+	if drained(hctx, err) {
+		return shuttingDown()
 	}
 	return err
 }

@@ -56,10 +56,15 @@ type report struct {
 	stream     bool
 	op         string // the endpoint kind in spans: "" is chat
 	key        string // the virtual key's id ("" for the master key or none)
-	trace      router.Trace
-	tokensIn   int
-	tokensOut  int
-	usage      reportUsage // the usage ledger's part (server/usage.go)
+	// caller and adm are the admission stage's: who called (callerOf) and
+	// what it admitted, for the call's end, which the first stage writes
+	// outside the contexts the later stages made.
+	caller    string
+	adm       *admission
+	trace     router.Trace
+	tokensIn  int
+	tokensOut int
+	usage     reportUsage // the usage ledger's part (server/usage.go)
 }
 
 type reportKey struct{}

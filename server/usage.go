@@ -97,7 +97,7 @@ func (r *report) record(ctx context.Context, method string, httpStatus int, err 
 	}
 	key := r.key
 	if key == "" {
-		key = callerOf(ctx)
+		key = r.caller
 	}
 	final := r.target
 	if n := len(r.trace.Resumes); n > 0 { // the stream was finished (or last broke) there
@@ -119,7 +119,7 @@ func (r *report) record(ctx context.Context, method string, httpStatus int, err 
 		// The upstream reported no usage — it answered without it, or its stream
 		// was cut after it began (the upstream still bills it): the admission
 		// estimate stands in, marked.
-		if a := admissionOf(ctx); a != nil && a.prompt > 0 {
+		if a := r.adm; a != nil && a.prompt > 0 {
 			// The prompt from the request's size; a stream that started was billed
 			// some completion too, at most the cap the request set.
 			tk = usage.Tokens{Prompt: int64(a.prompt), Estimated: true}
