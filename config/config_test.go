@@ -39,13 +39,15 @@ func TestSeedExampleEffectiveSettings(t *testing.T) {
 		"vllm":      {2, false, 3, 15 * time.Second},
 	}
 	for name, w := range want {
-		r, b := config.ResolveResilience(cfg.Resilience, cfg.Providers[name].Resilience)
-		require.Equal(t, w.retries, r.MaxRetries, name)
-		require.Equal(t, w.enabled, b.Enabled, name)
-		require.Equal(t, w.threshold, b.FailureThreshold, name)
-		require.Equal(t, w.timeout, b.Timeout, name)
-		require.Equal(t, 500*time.Millisecond, r.InitialBackoff, name)
-		require.Equal(t, 1, b.SuccessThreshold, name)
+		t.Run(name, func(t *testing.T) {
+			r, b := config.ResolveResilience(cfg.Resilience, cfg.Providers[name].Resilience)
+			require.Equal(t, w.retries, r.MaxRetries)
+			require.Equal(t, w.enabled, b.Enabled)
+			require.Equal(t, w.threshold, b.FailureThreshold)
+			require.Equal(t, w.timeout, b.Timeout)
+			require.Equal(t, 500*time.Millisecond, r.InitialBackoff)
+			require.Equal(t, 1, b.SuccessThreshold)
+		})
 	}
 	require.Equal(t, "http://localhost:11434/v1", cfg.Providers["ollama"].BaseURL)
 }
@@ -112,21 +114,24 @@ func TestExpansion(t *testing.T) {
 
 func TestErrorsNameTheKeyPath(t *testing.T) {
 	t.Parallel()
-	cases := map[string]string{
-		"server:\n  http_adr: x\n":                                                                            "server.http_adr",
-		"providers:\n  a:\n    type: openai\n    modles: [x]\n":                                               "providers.a.modles",
-		"providers:\n  a:\n    type: nope\n":                                                                  "providers.a.type (line 3): unknown type",
-		"resilience:\n  retry:\n    initial_backoff: soon\n":                                                  "resilience.retry.initial_backoff",
-		"resilience:\n  retry:\n    retry_on_statuses: [429, 6xx]\n":                                          "resilience.retry.retry_on_statuses",
-		"resilience:\n  circuit_breaker:\n    scope: region\n":                                                "resilience.circuit_breaker.scope",
-		"virtual_models:\n  - source: v\n    targets: []\n":                                                   "virtual_models[0].targets",
-		"virtual_models:\n  - source: v\n    targets:\n      - model: no/m\n":                                 "unknown provider \"no\"",
-		"virtual_models:\n  - source: v\n    targets: [{model: other-virtual}]\n":                             "must be provider/model",
-		"virtual_models:\n  - source: v\n    failover: {enabld: true}\n    targets: [{model: simulator/x}]\n": "virtual_models[0].failover.enabld",
+	cases := []struct{ name, text, want string }{
+		{"misspelt server key", "server:\n  http_adr: x\n", "server.http_adr"},
+		{"misspelt provider key", "providers:\n  a:\n    type: openai\n    modles: [x]\n", "providers.a.modles"},
+		{"unknown provider type", "providers:\n  a:\n    type: nope\n", "providers.a.type (line 3): unknown type"},
+		{"bad retry backoff", "resilience:\n  retry:\n    initial_backoff: soon\n", "resilience.retry.initial_backoff"},
+		{"bad retry status", "resilience:\n  retry:\n    retry_on_statuses: [429, 6xx]\n", "resilience.retry.retry_on_statuses"},
+		{"unknown breaker scope", "resilience:\n  circuit_breaker:\n    scope: region\n", "resilience.circuit_breaker.scope"},
+		{"empty targets", "virtual_models:\n  - source: v\n    targets: []\n", "virtual_models[0].targets"},
+		{"unknown target provider", "virtual_models:\n  - source: v\n    targets:\n      - model: no/m\n", "unknown provider \"no\""},
+		{"target without provider", "virtual_models:\n  - source: v\n    targets: [{model: other-virtual}]\n", "must be provider/model"},
+		{"misspelt failover key", "virtual_models:\n  - source: v\n    failover: {enabld: true}\n    targets: [{model: simulator/x}]\n", "virtual_models[0].failover.enabld"},
 	}
-	for text, want := range cases {
-		_, err := config.Load(writeFile(t, text), envOf(nil))
-		require.ErrorContains(t, err, want, text)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := config.Load(writeFile(t, tc.text), envOf(nil))
+			require.ErrorContains(t, err, tc.want, tc.text)
+		})
 	}
 }
 

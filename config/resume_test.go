@@ -32,14 +32,17 @@ func TestStreamResumeSetting(t *testing.T) {
 			require.Equal(t, tc.max, r.Max())
 		})
 	}
-	bad := map[string]string{
-		"    stream_resume: maybe\n":               "virtual_models[0].stream_resume",
-		"    stream_resume: {max_resume: 2}\n":     "virtual_models[0].stream_resume.max_resume",
-		"    stream_resume: {max_resumes: 0}\n":    "virtual_models[0].stream_resume.max_resumes",
-		"    stream_resume: {max_resumes: many}\n": "virtual_models[0].stream_resume.max_resumes",
+	bad := []struct{ name, text, want string }{
+		{"not a bool or block", "    stream_resume: maybe\n", "virtual_models[0].stream_resume"},
+		{"misspelt max_resumes", "    stream_resume: {max_resume: 2}\n", "virtual_models[0].stream_resume.max_resume"},
+		{"zero max_resumes", "    stream_resume: {max_resumes: 0}\n", "virtual_models[0].stream_resume.max_resumes"},
+		{"non-numeric max_resumes", "    stream_resume: {max_resumes: many}\n", "virtual_models[0].stream_resume.max_resumes"},
 	}
-	for text, want := range bad {
-		_, err := config.Load(writeFile(t, head+text), envOf(nil))
-		require.ErrorContains(t, err, want, text)
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := config.Load(writeFile(t, head+tc.text), envOf(nil))
+			require.ErrorContains(t, err, tc.want, tc.text)
+		})
 	}
 }

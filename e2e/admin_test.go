@@ -134,10 +134,12 @@ func TestAdminErrors(t *testing.T) {
 			return err
 		}, codes.NotFound, ""},
 	}
-	for _, tc := range cases {
-		err := tc.call()
-		require.Equal(t, tc.code, status.Code(err), "%s: %v", tc.name, err)
-		require.Contains(t, status.Convert(err).Message(), tc.msg, tc.name)
+	for _, tc := range cases { // one after another: they share the gateway's virtual models
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			require.Equal(t, tc.code, status.Code(err), "%s: %v", tc.name, err)
+			require.Contains(t, status.Convert(err).Message(), tc.msg)
+		})
 	}
 }
 
@@ -153,31 +155,33 @@ func TestAuthMatrix(t *testing.T) {
 	}
 	grpcCode := map[int]codes.Code{200: codes.OK, 401: codes.Unauthenticated, 403: codes.PermissionDenied}
 	for name, key := range keys {
-		header := []string{}
-		ctx := context.Background()
-		if key != "" {
-			header = []string{"Authorization", "Bearer " + key}
-			ctx = withKey(key)
-		}
-		// REST
-		resp := post(t, g.base+"/chat/completions", chatBody+`}`, header...)
-		require.Equal(t, want[name]["inference"], resp.StatusCode, "REST inference with %s key", name)
-		if resp.StatusCode != 200 {
-			readError(t, resp)
-		}
-		req, _ := http.NewRequest(http.MethodGet, "http://"+g.app.HTTPAddr()+"/admin/v1/breakers", nil)
-		if key != "" {
-			req.Header.Set("Authorization", "Bearer "+key)
-		}
-		aresp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		aresp.Body.Close()
-		require.Equal(t, want[name]["admin"], aresp.StatusCode, "REST admin with %s key", name)
-		// gRPC
-		_, err = pb.NewChatServiceClient(g.conn).CreateChatCompletion(ctx, grpcReq())
-		require.Equal(t, grpcCode[want[name]["inference"]], status.Code(err), "gRPC inference with %s key", name)
-		_, err = adminpb.NewAdminServiceClient(g.conn).ListBreakers(ctx, &adminpb.ListBreakersRequest{})
-		require.Equal(t, grpcCode[want[name]["admin"]], status.Code(err), "gRPC admin with %s key", name)
+		t.Run(name, func(t *testing.T) {
+			header := []string{}
+			ctx := context.Background()
+			if key != "" {
+				header = []string{"Authorization", "Bearer " + key}
+				ctx = withKey(key)
+			}
+			// REST
+			resp := post(t, g.base+"/chat/completions", chatBody+`}`, header...)
+			require.Equal(t, want[name]["inference"], resp.StatusCode, "REST inference with %s key", name)
+			if resp.StatusCode != 200 {
+				readError(t, resp)
+			}
+			req, _ := http.NewRequest(http.MethodGet, "http://"+g.app.HTTPAddr()+"/admin/v1/breakers", nil)
+			if key != "" {
+				req.Header.Set("Authorization", "Bearer "+key)
+			}
+			aresp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			aresp.Body.Close()
+			require.Equal(t, want[name]["admin"], aresp.StatusCode, "REST admin with %s key", name)
+			// gRPC
+			_, err = pb.NewChatServiceClient(g.conn).CreateChatCompletion(ctx, grpcReq())
+			require.Equal(t, grpcCode[want[name]["inference"]], status.Code(err), "gRPC inference with %s key", name)
+			_, err = adminpb.NewAdminServiceClient(g.conn).ListBreakers(ctx, &adminpb.ListBreakersRequest{})
+			require.Equal(t, grpcCode[want[name]["admin"]], status.Code(err), "gRPC admin with %s key", name)
+		})
 	}
 }
 

@@ -195,33 +195,35 @@ func TestAzureAndAnthropicChainsBothWays(t *testing.T) {
 	ant.SetDefault(fakeupstream.Reply{Text: "Hello from Claude!"})
 	c := sdk(g, "k")
 	cases := []struct {
-		model, want string
-		fail        func()
+		name, model, want string
+		fail              func()
 	}{
-		{"gpt-then-claude", "Hello from Claude!", func() { az.Script(fakeupstream.Reply{Status: 503}) }},
-		{"claude-then-gpt", "Hello from Azure!", func() { ant.Script(fakeupstream.Reply{Status: 529}) }},
+		{"Azure 503 fails over to Claude", "gpt-then-claude", "Hello from Claude!", func() { az.Script(fakeupstream.Reply{Status: 503}) }},
+		{"Anthropic 529 fails over to Azure", "claude-then-gpt", "Hello from Azure!", func() { ant.Script(fakeupstream.Reply{Status: 529}) }},
 	}
-	for _, tc := range cases {
-		for _, stream := range []bool{false, true} {
-			tc.fail()
-			p := userMsg("hi")
-			p.Model = tc.model
-			var text string
-			if stream {
-				s := c.Chat.Completions.NewStreaming(context.Background(), p)
-				for s.Next() {
-					for _, ch := range s.Current().Choices {
-						text += ch.Delta.Content
+	for _, tc := range cases { // one after another: the counts below add up both
+		t.Run(tc.name, func(t *testing.T) {
+			for _, stream := range []bool{false, true} {
+				tc.fail()
+				p := userMsg("hi")
+				p.Model = tc.model
+				var text string
+				if stream {
+					s := c.Chat.Completions.NewStreaming(context.Background(), p)
+					for s.Next() {
+						for _, ch := range s.Current().Choices {
+							text += ch.Delta.Content
+						}
 					}
+					require.NoError(t, s.Err(), "%s stream", tc.model)
+				} else {
+					resp, err := c.Chat.Completions.New(context.Background(), p)
+					require.NoError(t, err, tc.model)
+					text = resp.Choices[0].Message.Content
 				}
-				require.NoError(t, s.Err(), "%s stream", tc.model)
-			} else {
-				resp, err := c.Chat.Completions.New(context.Background(), p)
-				require.NoError(t, err, tc.model)
-				text = resp.Choices[0].Message.Content
+				require.Equal(t, tc.want, text, "%s stream=%v", tc.model, stream)
 			}
-			require.Equal(t, tc.want, text, "%s stream=%v", tc.model, stream)
-		}
+		})
 	}
 	require.Len(t, az.AzureRequests(), 2+2, "Azure: two failures, two answers")
 	require.Equal(t, 2+2, ant.Count(), "Anthropic: two answers, two failures")

@@ -102,16 +102,18 @@ func TestGRPCErrorsHaveProperCodes(t *testing.T) {
 		{"upstream 400", nil, &fakeupstream.Reply{Status: 400}, codes.InvalidArgument},
 		{"upstream 500", nil, &fakeupstream.Reply{Status: 500}, codes.Internal},
 	}
-	for _, tc := range cases {
-		req := grpcReq()
-		if tc.mut != nil {
-			tc.mut(req)
-		}
-		if tc.reply != nil {
-			g.up.Script(*tc.reply)
-		}
-		_, err := c.CreateChatCompletion(context.Background(), req)
-		require.Equal(t, tc.code, status.Code(err), tc.name)
+	for _, tc := range cases { // one after another: they share the scripted upstream
+		t.Run(tc.name, func(t *testing.T) {
+			req := grpcReq()
+			if tc.mut != nil {
+				tc.mut(req)
+			}
+			if tc.reply != nil {
+				g.up.Script(*tc.reply)
+			}
+			_, err := c.CreateChatCompletion(context.Background(), req)
+			require.Equal(t, tc.code, status.Code(err))
+		})
 	}
 }
 

@@ -180,13 +180,15 @@ func TestMessagesGoSDKAgainstAnOpenAITarget(t *testing.T) {
 			{"upstream rate limit", anthropicClient(g), "up/gpt-4o", 429, "rate_limit_error"},
 			{"unknown model", anthropicClient(g), "no-such-model", 404, "not_found_error"},
 			{"wrong key", anthropicClient(g, option.WithAPIKey("sk-wrong")), "up/gpt-4o", 401, "authentication_error"},
-		} {
-			_, err := tc.client.Messages.New(ctx, anthropic.MessageNewParams{Model: anthropic.Model(tc.model), MaxTokens: 5, Messages: userSays("hi")})
-			var apiErr *anthropic.Error
-			require.ErrorAs(t, err, &apiErr, tc.name)
-			require.Equal(t, tc.status, apiErr.StatusCode, tc.name)
-			require.Equal(t, tc.errType, string(apiErr.Type()), tc.name)
-			require.NotEmpty(t, apiErr.RequestID, tc.name)
+		} { // in order: the first takes the scripted 429
+			t.Run(tc.name, func(t *testing.T) {
+				_, err := tc.client.Messages.New(ctx, anthropic.MessageNewParams{Model: anthropic.Model(tc.model), MaxTokens: 5, Messages: userSays("hi")})
+				var apiErr *anthropic.Error
+				require.ErrorAs(t, err, &apiErr)
+				require.Equal(t, tc.status, apiErr.StatusCode)
+				require.Equal(t, tc.errType, string(apiErr.Type()))
+				require.NotEmpty(t, apiErr.RequestID)
+			})
 		}
 	})
 

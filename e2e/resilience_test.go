@@ -67,25 +67,27 @@ func TestRetryOutcomesOverGRPCAndREST(t *testing.T) {
 		{"Retry-After beyond max_backoff gives up at once", []fakeupstream.Reply{{Status: 429, Header: map[string]string{"Retry-After": "60"}}}, 1, 429, codes.ResourceExhausted, false},
 		{"hidden 429 in a 200 is retried", []fakeupstream.Reply{{Body: `{"error":{"message":"slow down","code":429}}`}, {}}, 2, 200, codes.OK, false},
 	}
-	for _, tc := range cases {
-		// REST
-		before := g.up.Count()
-		g.up.Script(tc.replies...)
-		resp := post(t, g.base+"/chat/completions", chatBody+`}`)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		require.Equal(t, tc.status, resp.StatusCode, "REST "+tc.name)
-		require.Equal(t, tc.attempts, g.up.Count()-before, "REST "+tc.name)
-		if tc.final {
-			require.Equal(t, "false", resp.Header.Get("X-Should-Retry"), "REST "+tc.name)
-		} else {
-			require.Empty(t, resp.Header.Get("X-Should-Retry"), "REST "+tc.name)
-		}
-		// gRPC
-		before = g.up.Count()
-		g.up.Script(tc.replies...)
-		_, err := chat.CreateChatCompletion(context.Background(), grpcReq())
-		require.Equal(t, tc.code, status.Code(err), "gRPC "+tc.name)
-		require.Equal(t, tc.attempts, g.up.Count()-before, "gRPC "+tc.name)
+	for _, tc := range cases { // one after another: each counts the upstream's requests before and after
+		t.Run(tc.name, func(t *testing.T) {
+			// REST
+			before := g.up.Count()
+			g.up.Script(tc.replies...)
+			resp := post(t, g.base+"/chat/completions", chatBody+`}`)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			require.Equal(t, tc.status, resp.StatusCode, "REST "+tc.name)
+			require.Equal(t, tc.attempts, g.up.Count()-before, "REST "+tc.name)
+			if tc.final {
+				require.Equal(t, "false", resp.Header.Get("X-Should-Retry"), "REST "+tc.name)
+			} else {
+				require.Empty(t, resp.Header.Get("X-Should-Retry"), "REST "+tc.name)
+			}
+			// gRPC
+			before = g.up.Count()
+			g.up.Script(tc.replies...)
+			_, err := chat.CreateChatCompletion(context.Background(), grpcReq())
+			require.Equal(t, tc.code, status.Code(err), "gRPC "+tc.name)
+			require.Equal(t, tc.attempts, g.up.Count()-before, "gRPC "+tc.name)
+		})
 	}
 }
 

@@ -76,15 +76,17 @@ func TestRESTBadInput(t *testing.T) {
 		{"too large", chatBody + `,"user":"` + strings.Repeat("x", 4096) + `"}`, 413, ""},
 		{"stream with wrong type", chatBody + `,"stream":true,"n":"two"}`, 400, "n"},
 	}
-	for _, tc := range cases {
-		resp := post(t, url, tc.body)
-		require.Equal(t, tc.status, resp.StatusCode, tc.name)
-		e := readError(t, resp)
-		require.NotEmpty(t, e.Error.Message, tc.name)
-		if tc.param != "" {
-			require.NotNil(t, e.Error.Param, tc.name)
-			require.Equal(t, tc.param, *e.Error.Param, tc.name)
-		}
+	for _, tc := range cases { // not in parallel: the check below follows them
+		t.Run(tc.name, func(t *testing.T) {
+			resp := post(t, url, tc.body)
+			require.Equal(t, tc.status, resp.StatusCode)
+			e := readError(t, resp)
+			require.NotEmpty(t, e.Error.Message)
+			if tc.param != "" {
+				require.NotNil(t, e.Error.Param)
+				require.Equal(t, tc.param, *e.Error.Param)
+			}
+		})
 	}
 	require.Zero(t, g.up.Count(), "bad input never reaches the upstream")
 
@@ -153,11 +155,13 @@ func TestRESTStreamFailureBeforeFirstEventIsPlainJSON(t *testing.T) {
 		{"hidden error in first event", fakeupstream.Reply{Events: []string{`{"error":{"message":"slow down","code":429}}`}}, 429},
 		{"empty 200 stream", fakeupstream.Reply{Events: []string{}}, 502},
 	}
-	for _, tc := range cases {
-		g.up.Script(tc.reply)
-		resp := post(t, g.base+"/chat/completions", chatBody+`,"stream":true}`)
-		require.Equal(t, tc.status, resp.StatusCode, tc.name)
-		readError(t, resp)
+	for _, tc := range cases { // one after another: they share the scripted upstream
+		t.Run(tc.name, func(t *testing.T) {
+			g.up.Script(tc.reply)
+			resp := post(t, g.base+"/chat/completions", chatBody+`,"stream":true}`)
+			require.Equal(t, tc.status, resp.StatusCode)
+			readError(t, resp)
+		})
 	}
 }
 

@@ -51,24 +51,27 @@ func TestResponseWritesOpenAIShapes(t *testing.T) {
 
 func TestDecodeErrorsNameTheParam(t *testing.T) {
 	t.Parallel()
-	cases := []struct{ body, param string }{
-		{`{"model": 3}`, "model"},
-		{`{"temperature": "hot"}`, "temperature"},
-		{`{"messages": [{"role": 1}]}`, "messages[0].role"},
-		{`{"messages": {}}`, "messages"},
-		{`{"n": 1.5}`, "n"},
-		{`{"max_tokens": 99999999999}`, "max_tokens"},
-		{`{"stream": "yes"}`, "stream"},
-		{`[1]`, ""},
-		{`{"model": "x"`, ""},
-		{``, ""},
+	cases := []struct{ name, body, param string }{
+		{"model not a string", `{"model": 3}`, "model"},
+		{"temperature not a number", `{"temperature": "hot"}`, "temperature"},
+		{"role not a string", `{"messages": [{"role": 1}]}`, "messages[0].role"},
+		{"messages not an array", `{"messages": {}}`, "messages"},
+		{"fractional n", `{"n": 1.5}`, "n"},
+		{"max_tokens out of range", `{"max_tokens": 99999999999}`, "max_tokens"},
+		{"stream not a bool", `{"stream": "yes"}`, "stream"},
+		{"not an object", `[1]`, ""},
+		{"truncated", `{"model": "x"`, ""},
+		{"empty body", ``, ""},
 	}
 	for _, c := range cases {
-		var req pb.ChatCompletionRequest
-		err := openaijson.Unmarshal([]byte(c.body), &req)
-		var de *openaijson.Error
-		require.ErrorAs(t, err, &de, c.body)
-		require.Equal(t, c.param, de.Param, c.body)
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var req pb.ChatCompletionRequest
+			err := openaijson.Unmarshal([]byte(c.body), &req)
+			var de *openaijson.Error
+			require.ErrorAs(t, err, &de, c.body)
+			require.Equal(t, c.param, de.Param, c.body)
+		})
 	}
 }
 
@@ -85,48 +88,52 @@ func TestInspectChunk(t *testing.T) {
 	t.Parallel()
 	head := `{"id":"x","object":"chat.completion.chunk","created":1,"model":"m",`
 	cases := []struct {
+		name  string
 		chunk string
 		want  openaijson.ChunkInfo
 	}{
-		{head + `"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1, Content: true}},
-		{head + `"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, openaijson.ChunkInfo{Complete: true, Finished: true, Choices: 1, Content: true}},
-		{head + `"choices":[{"index":1,"delta":{},"finish_reason":"stop"}]}`,
+		{"content delta", head + `"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1, Content: true}},
+		{"finish reason", head + `"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, openaijson.ChunkInfo{Complete: true, Finished: true, Choices: 1, Content: true}},
+		{"finish on a non-zero index", head + `"choices":[{"index":1,"delta":{},"finish_reason":"stop"}]}`,
 			openaijson.ChunkInfo{Complete: true, Finished: true, Choices: 1, NonZeroIndex: true, Content: true}},
-		{head + `"choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
-		{head + `"choices":[{"index":0,"delta":{"refusal":"no"}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1, Content: true}},
-		{head + `"choices":[{"index":0,"delta":{"reasoning_content":"hm"}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1, Content: true}},
-		{head + `"choices":[{"index":0,"delta":{"reasoning":"hm","reasoning":""}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
-		{head + `"choices":[{"index":0,"delta":{"reasoning_content":7,"tool_calls":[]}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
-		{head + `"choices":[{"index":0,"delta":{"tool_calls":[{"index":0}]}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1, Content: true}},
-		{head + `"choices":[{"index":0,"delta":{"content":"a"},"delta":{}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
-		{head + `"choices":[{"index":0,"delta":{}},{"index":1,"delta":{}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 2, NonZeroIndex: true}},
-		{head + `"choices":[{"index":1,"delta":{}}],"choices":[{"index":0,"delta":{}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
-		{head + `"choices":[{"index":1,"index":0,"delta":{}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
-		{head + `"choices":[],"usage":{"prompt_tokens":17,"completion_tokens":4,"total_tokens":21}}`,
+		{"empty role delta", head + `"choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
+		{"refusal", head + `"choices":[{"index":0,"delta":{"refusal":"no"}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1, Content: true}},
+		{"reasoning_content", head + `"choices":[{"index":0,"delta":{"reasoning_content":"hm"}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1, Content: true}},
+		{"repeated reasoning, the last empty", head + `"choices":[{"index":0,"delta":{"reasoning":"hm","reasoning":""}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
+		{"non-string reasoning and empty tool_calls", head + `"choices":[{"index":0,"delta":{"reasoning_content":7,"tool_calls":[]}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
+		{"tool call", head + `"choices":[{"index":0,"delta":{"tool_calls":[{"index":0}]}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1, Content: true}},
+		{"repeated delta, the last empty", head + `"choices":[{"index":0,"delta":{"content":"a"},"delta":{}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
+		{"two choices", head + `"choices":[{"index":0,"delta":{}},{"index":1,"delta":{}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 2, NonZeroIndex: true}},
+		{"repeated choices, the last kept", head + `"choices":[{"index":1,"delta":{}}],"choices":[{"index":0,"delta":{}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
+		{"repeated index, the last kept", head + `"choices":[{"index":1,"index":0,"delta":{}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1}},
+		{"usage only", head + `"choices":[],"usage":{"prompt_tokens":17,"completion_tokens":4,"total_tokens":21}}`,
 			openaijson.ChunkInfo{Complete: true, Usage: true, UsageOnly: true, PromptTokens: 17, CompletionTokens: 4, TotalTokens: 21}},
-		{head + `"choices":[],"usage":{"prompt_tokens":17,"completion_tokens":4,"total_tokens":21,` +
+		{"usage with repeated cached_tokens and string reasoning_tokens", head + `"choices":[],"usage":{"prompt_tokens":17,"completion_tokens":4,"total_tokens":21,` +
 			`"prompt_tokens_details":{"cached_tokens":2,"audio_tokens":0,"cached_tokens":9.7},"completion_tokens_details":{"reasoning_tokens":"3"}}}`,
 			openaijson.ChunkInfo{Complete: true, Usage: true, UsageOnly: true, PromptTokens: 17, CompletionTokens: 4, TotalTokens: 21, CachedTokens: 9}},
-		{head + `"choices":[],"usage":{"prompt_tokens_details":null,"completion_tokens_details":{"reasoning_tokens":1e40,"x":[{"reasoning_tokens":5}]}}}`,
+		{"usage with null and out-of-range details", head + `"choices":[],"usage":{"prompt_tokens_details":null,"completion_tokens_details":{"reasoning_tokens":1e40,"x":[{"reasoning_tokens":5}]}}}`,
 			openaijson.ChunkInfo{Complete: true, Usage: true, UsageOnly: true}},
-		{head + `"choices":[],"usage":{"total_tokens":7,"prompt_tokens_details":{"cached_tokens":3},` +
+		{"repeated usage, the last kept", head + `"choices":[],"usage":{"total_tokens":7,"prompt_tokens_details":{"cached_tokens":3},` +
 			`"completion_tokens_details":{"reasoning_tokens":2}},"usage":{"prompt_tokens":1}}`,
 			openaijson.ChunkInfo{Complete: true, Usage: true, UsageOnly: true, PromptTokens: 1}},
-		{head + `"choices":[],"usage":{"prompt_tokens_details":{"cached_tokens":3000000000}}}`,
+		{"cached_tokens above int32", head + `"choices":[],"usage":{"prompt_tokens_details":{"cached_tokens":3000000000}}}`,
 			openaijson.ChunkInfo{Complete: true, Usage: true, UsageOnly: true, CachedTokens: 3000000000}},
-		{head + `"choices":[],"usage":{"completion_tokens_details":{"reasoning_tokens":-0.5e1}}}`,
+		{"negative reasoning_tokens with exponent", head + `"choices":[],"usage":{"completion_tokens_details":{"reasoning_tokens":-0.5e1}}}`,
 			openaijson.ChunkInfo{Complete: true, Usage: true, UsageOnly: true, ReasoningTokens: -5}},
-		{head + `"choices":[{"delta":{}}]}`, openaijson.ChunkInfo{Choices: 1}},
-		{`{"choices":[{"index":0,"delta":{}}]}`, openaijson.ChunkInfo{Choices: 1}},
-		{`{"error":{"message":"x"}}`, openaijson.ChunkInfo{Error: true}},
-		{head + `"choices":[{"index":0,"delta":{"content":"h` + "\xff" + `i"}}]}`, openaijson.ChunkInfo{Choices: 1, Content: true}}, // decoding mends it
-		{head + `"choices":[{"index":0,"delta":{"content":"\ud800"}}]}`, openaijson.ChunkInfo{Choices: 1, Content: true}},
-		{head + `"choices":[{"index":0,"delta":{"content":"\ud83d\ude00 \\ud800 \u00e9"}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1, Content: true}}, // a pair, an escaped backslash, é
+		{"choice without index", head + `"choices":[{"delta":{}}]}`, openaijson.ChunkInfo{Choices: 1}},
+		{"no envelope", `{"choices":[{"index":0,"delta":{}}]}`, openaijson.ChunkInfo{Choices: 1}},
+		{"error", `{"error":{"message":"x"}}`, openaijson.ChunkInfo{Error: true}},
+		{"invalid UTF-8 content", head + `"choices":[{"index":0,"delta":{"content":"h` + "\xff" + `i"}}]}`, openaijson.ChunkInfo{Choices: 1, Content: true}}, // decoding mends it
+		{"lone surrogate escape", head + `"choices":[{"index":0,"delta":{"content":"\ud800"}}]}`, openaijson.ChunkInfo{Choices: 1, Content: true}},
+		{"surrogate pair and escaped backslash", head + `"choices":[{"index":0,"delta":{"content":"\ud83d\ude00 \\ud800 \u00e9"}}]}`, openaijson.ChunkInfo{Complete: true, Choices: 1, Content: true}}, // a pair, an escaped backslash, é
 	}
 	for _, c := range cases {
-		got, err := openaijson.InspectChunk([]byte(c.chunk))
-		require.NoError(t, err, c.chunk)
-		require.Equal(t, c.want, got, c.chunk)
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := openaijson.InspectChunk([]byte(c.chunk))
+			require.NoError(t, err, c.chunk)
+			require.Equal(t, c.want, got, c.chunk)
+		})
 	}
 	for _, bad := range []string{`{"choices":[{"index":0}`, `{"a":1}x`, `[]`, `{"choices":[1]}`} {
 		_, err := openaijson.InspectChunk([]byte(bad))

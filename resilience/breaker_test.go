@@ -148,16 +148,19 @@ func TestWhatCountsAsFailure(t *testing.T) {
 		{"client cancellation counts as nothing", context.Canceled, nil, false},
 	}
 	for _, tc := range cases {
-		c := newFakeClock()
-		g := breakerGuard(c, func(b *BreakerSettings) {
-			if tc.statuses != nil {
-				b.FailureOnStatuses = MustStatusSet(tc.statuses...)
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newFakeClock()
+			g := breakerGuard(c, func(b *BreakerSettings) {
+				if tc.statuses != nil {
+					b.FailureOnStatuses = MustStatusSet(tc.statuses...)
+				}
+			})
+			for range 5 {
+				_ = fail(g, "m", tc.err)
 			}
+			require.Equal(t, tc.opens, state(g, "m") == Open)
 		})
-		for range 5 {
-			_ = fail(g, "m", tc.err)
-		}
-		require.Equal(t, tc.opens, state(g, "m") == Open, tc.name)
 	}
 }
 
@@ -207,17 +210,23 @@ func TestSlowCallIncludesRetries(t *testing.T) {
 
 func TestDisabledBreaker(t *testing.T) {
 	t.Parallel()
-	for _, mutate := range []func(*BreakerSettings){
-		func(b *BreakerSettings) { b.Enabled = false },
-		func(b *BreakerSettings) { b.FailureThreshold = 0 },
+	for _, tc := range []struct {
+		name   string
+		mutate func(*BreakerSettings)
+	}{
+		{"not enabled", func(b *BreakerSettings) { b.Enabled = false }},
+		{"zero failure threshold", func(b *BreakerSettings) { b.FailureThreshold = 0 }},
 	} {
-		c := newFakeClock()
-		g := breakerGuard(c, mutate)
-		for range 20 {
-			_ = fail(g, "m", status(503))
-		}
-		require.Equal(t, Closed, state(g, "m"))
-		require.NoError(t, ok(g, "m"))
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newFakeClock()
+			g := breakerGuard(c, tc.mutate)
+			for range 20 {
+				_ = fail(g, "m", status(503))
+			}
+			require.Equal(t, Closed, state(g, "m"))
+			require.NoError(t, ok(g, "m"))
+		})
 	}
 }
 

@@ -50,15 +50,18 @@ func TestWhatIsRetried(t *testing.T) {
 		{"cancelled", context.Canceled, 1},
 	}
 	for _, tc := range cases {
-		c := newFakeClock()
-		call, n := script(tc.err, tc.err, tc.err, tc.err, tc.err)
-		err := retryGuard(c, nil).Call(context.Background(), "m", call)
-		require.Error(t, err, tc.name)
-		require.Equal(t, tc.calls, *n, tc.name)
-		if tc.calls == 4 {
-			require.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}, c.Sleeps(), tc.name)
-			require.ErrorIs(t, err, ErrRetriesExhausted, tc.name)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newFakeClock()
+			call, n := script(tc.err, tc.err, tc.err, tc.err, tc.err)
+			err := retryGuard(c, nil).Call(context.Background(), "m", call)
+			require.Error(t, err)
+			require.Equal(t, tc.calls, *n)
+			if tc.calls == 4 {
+				require.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}, c.Sleeps())
+				require.ErrorIs(t, err, ErrRetriesExhausted)
+			}
+		})
 	}
 }
 

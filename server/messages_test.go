@@ -169,14 +169,21 @@ func TestMessagesUntranslatableIsAClearBadRequest(t *testing.T) {
 func TestMessagesErrorTypes(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
+		name    string
 		status  int
 		errType string
 	}{
-		{400, "invalid_request_error"}, {401, "authentication_error"}, {403, "permission_error"}, {404, "not_found_error"},
-		{408, "invalid_request_error"}, {413, "request_too_large"}, {422, "invalid_request_error"}, {429, "rate_limit_error"},
-		{500, "api_error"}, {502, "api_error"}, {503, "overloaded_error"}, {504, "timeout_error"}, {529, "overloaded_error"},
+		{"bad request", 400, "invalid_request_error"}, {"unauthorized", 401, "authentication_error"},
+		{"forbidden", 403, "permission_error"}, {"not found", 404, "not_found_error"},
+		{"request timeout", 408, "invalid_request_error"}, {"too large", 413, "request_too_large"},
+		{"unprocessable", 422, "invalid_request_error"}, {"rate limited", 429, "rate_limit_error"},
+		{"internal error", 500, "api_error"}, {"bad gateway", 502, "api_error"}, {"unavailable", 503, "overloaded_error"},
+		{"gateway timeout", 504, "timeout_error"}, {"overloaded", 529, "overloaded_error"},
 	} {
-		require.Equal(t, tc.errType, anthropicType(tc.status), tc.status)
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.errType, anthropicType(tc.status), tc.status)
+		})
 	}
 }
 

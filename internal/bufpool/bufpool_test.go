@@ -7,15 +7,29 @@ import (
 
 func TestGetLendsTheNextSize(t *testing.T) {
 	cases := []struct {
+		name   string
 		n, cap int
-	}{{MinSize - 1, 0}, {MinSize, MinSize}, {MinSize + 1, 80 << 10}, {80 << 10, 80 << 10}, {80<<10 + 1, 96 << 10},
-		{520343, 1 << 19}, {1<<19 + 1, 640 << 10}, {590 << 10, 640 << 10}, {MaxSize, MaxSize}, {MaxSize + 1, 0}, {4 << 20, 0}}
+	}{
+		{"below MinSize", MinSize - 1, 0},
+		{"MinSize", MinSize, MinSize},
+		{"just above MinSize", MinSize + 1, 80 << 10},
+		{"exactly 80K", 80 << 10, 80 << 10},
+		{"just above 80K", 80<<10 + 1, 96 << 10},
+		{"just below 512K", 520343, 1 << 19},
+		{"just above 512K", 1<<19 + 1, 640 << 10},
+		{"590K", 590 << 10, 640 << 10},
+		{"MaxSize", MaxSize, MaxSize},
+		{"just above MaxSize", MaxSize + 1, 0},
+		{"4M", 4 << 20, 0},
+	}
 	for _, tc := range cases {
-		r := Get(tc.n)
-		if got := cap(r.Buf()); got != tc.cap {
-			t.Errorf("Get(%d): cap %d, want %d", tc.n, got, tc.cap)
-		}
-		r.Release()
+		t.Run(tc.name, func(t *testing.T) {
+			r := Get(tc.n)
+			if got := cap(r.Buf()); got != tc.cap {
+				t.Errorf("Get(%d): cap %d, want %d", tc.n, got, tc.cap)
+			}
+			r.Release()
+		})
 	}
 }
 

@@ -139,10 +139,12 @@ func TestInvalidUTF8IsRejectedLikeProtobufGo(t *testing.T) {
 	structBytes := field(1, entry) // Struct.fields
 	cases["nested struct value"] = field(extraField(t), structBytes)
 	for name, data := range cases {
-		want := proto.Unmarshal(data, &pb.ChatCompletionRequest{})
-		require.Error(t, want, name)
-		err := unmarshalAs(mem.BufferSlice{mem.SliceBuffer(data)}, &pb.ChatCompletionRequest{})
-		require.EqualError(t, err, want.Error(), name)
+		t.Run(name, func(t *testing.T) {
+			want := proto.Unmarshal(data, &pb.ChatCompletionRequest{})
+			require.Error(t, want)
+			err := unmarshalAs(mem.BufferSlice{mem.SliceBuffer(data)}, &pb.ChatCompletionRequest{})
+			require.EqualError(t, err, want.Error())
+		})
 	}
 	unknown := str(9999, bad)
 	got := &pb.ChatCompletionRequest{}

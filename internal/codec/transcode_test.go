@@ -1,8 +1,8 @@
 package codec
 
 import (
-	"strconv"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 

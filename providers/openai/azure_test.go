@@ -220,22 +220,25 @@ func TestAzureContentFilterErrorIsTheClients(t *testing.T) {
 // process in an error, whatever the upstream echoes.
 func TestAzureSecretsRedacted(t *testing.T) {
 	t.Parallel()
-	for _, auth := range []struct{ key, token string }{{azureKey, ""}, {"", azureToken}} {
-		up := fakeupstream.NewAzure(azureKey, azureToken)
-		defer up.Close()
-		c := azureClient(t, up.URL, auth.key, &openai.Azure{BearerToken: auth.token})
-		up.Script(fakeupstream.Reply{Status: 400, Body: `{"error":{"message":"bad key ` + azureKey + ` or token ` + azureToken +
-			`","code":"` + azureToken + `","param":"` + azureKey + `"}}`})
-		_, err := c.Chat(context.Background(), request())
-		pe := providerError(t, err)
-		for _, s := range []string{pe.Message, pe.Code, pe.Param, err.Error()} {
-			if auth.key != "" {
-				require.NotContains(t, s, azureKey)
+	for _, auth := range []struct{ name, key, token string }{{"api-key", azureKey, ""}, {"bearer token", "", azureToken}} {
+		t.Run(auth.name, func(t *testing.T) {
+			t.Parallel()
+			up := fakeupstream.NewAzure(azureKey, azureToken)
+			defer up.Close()
+			c := azureClient(t, up.URL, auth.key, &openai.Azure{BearerToken: auth.token})
+			up.Script(fakeupstream.Reply{Status: 400, Body: `{"error":{"message":"bad key ` + azureKey + ` or token ` + azureToken +
+				`","code":"` + azureToken + `","param":"` + azureKey + `"}}`})
+			_, err := c.Chat(context.Background(), request())
+			pe := providerError(t, err)
+			for _, s := range []string{pe.Message, pe.Code, pe.Param, err.Error()} {
+				if auth.key != "" {
+					require.NotContains(t, s, azureKey)
+				}
+				if auth.token != "" {
+					require.NotContains(t, s, azureToken)
+				}
 			}
-			if auth.token != "" {
-				require.NotContains(t, s, azureToken)
-			}
-		}
+		})
 	}
 }
 

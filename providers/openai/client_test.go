@@ -59,15 +59,17 @@ func TestChatErrors(t *testing.T) {
 		{"unreadable", fakeupstream.Reply{Body: `<html>oops</html>`}, 502, "", 0},
 		{"html error page", fakeupstream.Reply{Status: 502, Body: `<html>bad gateway</html>`}, 502, "provider up returned 502 Bad Gateway", 0},
 	}
-	for _, tc := range cases {
-		up.Script(tc.reply)
-		_, err := c.Chat(context.Background(), request())
-		pe := providerError(t, err)
-		require.Equal(t, tc.status, pe.Status, tc.name)
-		if tc.message != "" {
-			require.Equal(t, tc.message, pe.Message, tc.name)
-		}
-		require.Equal(t, tc.retry, pe.RetryAfter, tc.name)
+	for _, tc := range cases { // one after another: they share the scripted upstream
+		t.Run(tc.name, func(t *testing.T) {
+			up.Script(tc.reply)
+			_, err := c.Chat(context.Background(), request())
+			pe := providerError(t, err)
+			require.Equal(t, tc.status, pe.Status)
+			if tc.message != "" {
+				require.Equal(t, tc.message, pe.Message)
+			}
+			require.Equal(t, tc.retry, pe.RetryAfter)
+		})
 	}
 }
 
@@ -158,17 +160,19 @@ func TestStreamFraming(t *testing.T) {
 		{"malformed chunk", []string{head + `"a"}}]}`, `{"choices":[{"index":"zero"}]}`}, "a", providers.ErrStreamIncomplete},
 		{"error mid-stream", []string{head + `"a"}}]}`, `{"error":{"message":"overloaded"}}`}, "a", providers.ErrStreamIncomplete},
 	}
-	for _, tc := range cases {
-		up.Script(fakeupstream.Reply{Events: tc.events})
-		s, err := c.Stream(context.Background(), request())
-		require.NoError(t, err, tc.name)
-		text, err := collect(t, s)
-		require.Equal(t, tc.text, text, tc.name)
-		if tc.err == nil {
-			require.NoError(t, err, tc.name)
-		} else {
-			require.ErrorIs(t, err, tc.err, tc.name)
-		}
+	for _, tc := range cases { // one after another: they share the scripted upstream
+		t.Run(tc.name, func(t *testing.T) {
+			up.Script(fakeupstream.Reply{Events: tc.events})
+			s, err := c.Stream(context.Background(), request())
+			require.NoError(t, err)
+			text, err := collect(t, s)
+			require.Equal(t, tc.text, text)
+			if tc.err == nil {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, tc.err)
+			}
+		})
 	}
 }
 
