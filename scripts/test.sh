@@ -21,6 +21,11 @@ diff -r clients/typescript/gen "$tmp/clients/typescript/gen" ||
 echo "== TypeScript client types (tsc)"
 tsc -p clients/typescript
 
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' | grep -v '^gen/'))
+if [ -n "$unformatted" ]; then
+  echo "not gofmt'd (run gofmt -w):"; echo "$unformatted"; exit 1
+fi
 echo "== go vet"
 go vet ./...
 
