@@ -229,7 +229,7 @@ func (r *Router) record(route Route, err error) {
 	if notCalled(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return
 	}
-	r.health[route.Provider].record(route.Model, err != nil, time.Now())
+	r.health[route.Provider].record(route.Model, err != nil, r.clockOrSystem().Now())
 }
 
 // Chat runs a non-stream chat completion and says which route answered.
