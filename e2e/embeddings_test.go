@@ -332,3 +332,22 @@ func TestEmbeddingsHedgeAndVirtualModelMode(t *testing.T) {
 	metrics, _ := io.ReadAll(m.Body)
 	require.Contains(t, string(metrics), `endpoint="CreateEmbeddings"`)
 }
+
+// A provider account's tpm is charged an embeddings call's estimate and then
+// corrected by the tokens its answer says it used, as a chat call's is: here
+// the estimate (~300 tokens for ~1.2 KB) is far above what the upstream
+// reports (4), so a second call fits under tpm 400, which two estimates would
+// not.
+func TestEmbeddingsCorrectTheTargetsTPM(t *testing.T) {
+	t.Parallel()
+	emb := fakeupstream.NewEmbeddings()
+	t.Cleanup(emb.Close)
+	g := start(t, "", withYAML("  emb:\n    type: openai\n    base_url: "+emb.URL+"\n    api_key: sk-emb\n    limits: {tpm: 400}\n"))
+	c := sdk(g, "k")
+	input := strings.Repeat("a longer passage to embed ", 46) // ~1.2 KB
+	for i := range 2 {
+		_, err := c.Embeddings.New(context.Background(), openai.EmbeddingNewParams{Model: "emb/text-embedding-3-small",
+			Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String(input)}})
+		require.NoError(t, err, "call %d", i+1)
+	}
+}

@@ -61,7 +61,7 @@ func unaryTry[T any](r *Router, call Call, once bool, do func(ctx context.Contex
 			r.attemptDone(route, n, err, call, began)
 			return err
 		})
-		done(usedTokens(resp))
+		done(call.usedTokens(resp))
 		return resp, err
 	}
 }

@@ -90,8 +90,12 @@ func notCalled(err error) bool {
 	return errors.As(err, &pe) && pe.Code == providers.CodeUnsupportedEndpoint
 }
 
-// usedTokens is what an answer says it used, when it says (a chat completion).
-func usedTokens(answer any) int {
+// usedTokens is what an answer says it used, when it says: as the endpoint
+// reads it (UsedTokens), or a chat completion's usage.
+func (c Call) usedTokens(answer any) int {
+	if c.UsedTokens != nil {
+		return c.UsedTokens(answer)
+	}
 	if c, ok := answer.(*pb.ChatCompletion); ok {
 		return int(c.GetUsage().GetTotalTokens())
 	}

@@ -34,6 +34,10 @@ type Call struct {
 	EstTokens int
 	// Betas are the client's anthropic-beta values, for every attempt.
 	Betas []string
+	// UsedTokens reads the tokens a non-stream answer says it used, which
+	// correct the targets' tpm charge (nil: a chat completion's usage; 0:
+	// unknown, the estimate stands). The endpoint knows its answer's type.
+	UsedTokens func(answer any) int
 }
 
 // Router resolves models (virtual models first, then provider models) and runs each

@@ -73,6 +73,10 @@ func (s *embeddingService) CreateEmbeddings(ctx context.Context, req *pb.CreateE
 	}
 	call := callOf(ctx)
 	call.Trace, call.Op = &rep.trace, opEmbeddings
+	call.UsedTokens = func(answer any) int { // the targets' tpm is corrected by what the answer used
+		r, _ := answer.(*pb.CreateEmbeddingsResponse)
+		return int(r.GetUsage().GetTotalTokens())
+	}
 	resp, route, err := router.Unary(s.router, ctx, req.GetModel(), call,
 		func(ctx context.Context, t router.Target, a providers.Attempt) (*pb.CreateEmbeddingsResponse, error) {
 			e, ok := t.Provider.(providers.Embedder)
