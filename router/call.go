@@ -76,7 +76,16 @@ func unaryTry[T any](r *Router, call Call, once bool, do func(ctx context.Contex
 func Streaming[S any](r *Router, ctx context.Context, model string, call Call,
 	open func(ctx context.Context, t Target, a providers.Attempt) (S, error),
 	drop func(S), watch func(S, func(error)) S) (S, Route, error) {
-	return walk(r, ctx, model, call, func(ctx context.Context, route Route, t Target, a providers.Attempt) (S, error) {
+	return walk(r, ctx, model, call, streamTry(r, call, open, watch), drop)
+}
+
+// streamTry is one target's part of opening a stream: its limits, then its
+// guard's attempts up to the first event, each a span and an attempt's
+// metrics; the stream it opens reports its end to the breaker, request health
+// and the limits (watch). A resumed stream's continuation opens the same way.
+func streamTry[S any](r *Router, call Call, open func(ctx context.Context, t Target, a providers.Attempt) (S, error),
+	watch func(S, func(error)) S) attempt[S] {
+	return func(ctx context.Context, route Route, t Target, a providers.Attempt) (S, error) {
 		var s S
 		done, err := r.admit(ctx, t, a, call)
 		if err != nil {
@@ -102,7 +111,7 @@ func Streaming[S any](r *Router, ctx context.Context, model string, call Call,
 			end(err)
 			once.Do(func() { done(0) }) // a stream's usage is not known here: the estimate stands
 		}), nil
-	}, drop)
+	}
 }
 
 // ended is what a stream's end reports: to the breaker (finish), and to route's

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"io"
 	"strings"
-	"sync"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -15,7 +13,6 @@ import (
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/openaijson"
 	"github.com/switchyard/switchyard/providers"
-	"github.com/switchyard/switchyard/resilience"
 )
 
 // Outcomes of a resume attempt (the outcome label of switchyard_stream_resumes_total).
@@ -177,23 +174,11 @@ func (s *resumeStream) resume(cause error) bool {
 		t := s.r.targets[route.Provider]
 		req := &providers.Request{Body: cont, Attempt: providers.Attempt{Model: route.Model, RequestID: s.call.RequestID,
 			IncludeUsage: s.call.IncludeUsage, Betas: s.call.Betas}}
-		var st providers.Stream
-		done, err := s.r.admit(s.ctx, t, req.Attempt, s.call) // the target's own limits hold for a continuation too
-		var finish resilience.Finish
-		if err == nil {
-			finish, err = t.Guard.Stream(s.ctx, req.Model, func(ctx context.Context, n int) error {
-				began := time.Now()
-				ctx, span := s.r.startAttempt(ctx, route, n, s.call.Op, true)
-				var err error
-				st, err = t.Provider.Stream(ctx, req)
-				endAttempt(span, nil, err)
-				s.r.attemptDone(route, n, err, s.call, began)
-				return err
-			})
-			if err != nil {
-				done(0)
-			}
-		}
+		// Opened as any stream is (its target's own limits hold for a
+		// continuation too), its end watched as finished watches a chat stream's.
+		st, err := streamTry(s.r, s.call, func(ctx context.Context, t Target, _ providers.Attempt) (providers.Stream, error) {
+			return t.Provider.Stream(ctx, req)
+		}, finished)(s.ctx, route, t, req.Attempt)
 		s.r.record(route, err)
 		outcome := ResumeSpliced
 		if _, skipped := (&Failover{}).eligible(err); skipped {
@@ -215,9 +200,7 @@ func (s *resumeStream) resume(cause error) bool {
 			s.call.Trace.LastPart = s.cutUsage // the part from here on, asked once it ended
 		}
 		s.partBody, s.partText, s.partUsage = cont, s.text.Len(), nil
-		end := s.r.ended(route, finish)
-		var once sync.Once
-		s.cur, s.route, s.splice = finished(st, func(err error) { end(err); once.Do(func() { done(0) }) }), route, from
+		s.cur, s.route, s.splice = st, route, from
 		if s.usage != nil { // a cut part that reported nothing leaves the sum as it was
 			s.prior = s.usage
 		}
