@@ -304,3 +304,18 @@ func findLine(t *testing.T, g *gateway, method string) map[string]any {
 	}, 5*time.Second, 10*time.Millisecond, "no request line for %s", method)
 	return found
 }
+
+// A provider account's tpm is charged a message's estimate and then corrected
+// by the tokens its answer says it used (17 + 4 here), as a chat call's is: the
+// estimate (~310 tokens for ~1.2 KB and max_tokens 10) twice would pass tpm
+// 400; corrected, a second call fits.
+func TestMessagesCorrectTheTargetsTPM(t *testing.T) {
+	t.Parallel()
+	g := start(t, "  master_key: "+messagesKey+"\n", withProviderYAML("    limits: {tpm: 400}\n"))
+	c := anthropicClient(g)
+	prompt := strings.Repeat("a longer question to answer ", 43) // ~1.2 KB
+	for i := range 2 {
+		_, err := c.Messages.New(ctxFor(t), anthropic.MessageNewParams{Model: "up/gpt-4o", MaxTokens: 10, Messages: userSays(prompt)})
+		require.NoError(t, err, "call %d", i+1)
+	}
+}

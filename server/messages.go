@@ -133,6 +133,7 @@ func (s messagesService) create(ctx context.Context, req messageRequest) ([]byte
 	}
 	body, head := req.body, req.head
 	chat := &translation{body: body}
+	call.UsedTokens = messageTokens // the targets' tpm is corrected by what the answer used
 	resp, route, err := router.Unary(s.router, ctx, head.Model, call, func(ctx context.Context, t router.Target, a providers.Attempt) ([]byte, error) {
 		if m, ok := t.Provider.(providers.Messenger); ok {
 			b, err := anthropicjson.RewriteModel(body, a.Model)
@@ -182,6 +183,19 @@ func fromCompletion(t router.Target, c *pb.ChatCompletion, model string) ([]byte
 			Message: "provider " + t.Provider.Name() + " returned an answer that cannot be given as an Anthropic message: " + err.Error()}
 	}
 	return b, nil
+}
+
+// messageTokens is what an Anthropic message says it used, prompt and output
+// (0 when it does not say).
+func messageTokens(answer any) int {
+	b, _ := answer.([]byte)
+	var msg struct {
+		Usage anthropicjson.Usage `json:"usage"`
+	}
+	if len(b) == 0 || json.Unmarshal(b, &msg) != nil {
+		return 0
+	}
+	return inputTokens(msg.Usage) + msg.Usage.OutputTokens
 }
 
 // inputTokens is the whole prompt: Anthropic counts cached tokens apart.
