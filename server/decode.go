@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -34,9 +36,20 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 		handler := m.Handler
 		m.Handler = func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
 			var decodeErr error
+			var decodePanic *carriedPanic
 			var ref bufpool.Ref
 			var method settling
 			receiveInto := func(v any) (err error) {
+				// A unary request is decoded outside the chain, in a goroutine
+				// grpc-go does not recover: a decoder's panic (a bug, on some
+				// caller's bytes) would end the process. It is carried into the
+				// chain instead, and raised there (inner), where it is recovered,
+				// logged with its stack and answered Internal.
+				defer func() {
+					if p := recover(); p != nil {
+						decodePanic, err = &carriedPanic{value: p, where: "decoding a request", stack: debug.Stack()}, nil
+					}
+				}()
 				ref, err = receive(dec, v, true)
 				if _, ok := err.(invalidMessage); ok {
 					decodeErr, err = err, nil
@@ -46,6 +59,9 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 			chained := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 				ctx = bufpool.With(ctx, ref) // as it is for the zero Ref
 				inner := func(ctx context.Context, req any) (resp any, err error) {
+					if decodePanic != nil {
+						panic(decodePanic)
+					}
 					if decodeErr != nil {
 						return nil, decodeErr
 					}
@@ -53,6 +69,9 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 					return resp, err
 				}
 				if ic == nil {
+					if decodePanic != nil { // no chain to recover it (never so in Switchyard)
+						return nil, status.Error(codes.Internal, "internal error")
+					}
 					return inner(ctx, req)
 				}
 				return ic(ctx, req, info, inner)
@@ -120,6 +139,19 @@ func receive(recv func(any) error, v any, lend bool) (bufpool.Ref, error) {
 		return bufpool.Ref{}, invalidMessage{c.Err}
 	}
 	return c.Ref, nil
+}
+
+// carriedPanic is a panic recovered where nothing answers for it, carried to
+// where the chain does and raised again there: its value, what panicked and
+// the stack it was raised on (the recovery logs its own too).
+type carriedPanic struct {
+	value any
+	where string
+	stack []byte
+}
+
+func (p *carriedPanic) String() string {
+	return fmt.Sprintf("%v (while %s)\n%s", p.value, p.where, p.stack)
 }
 
 // invalidMessage is a request message that did not decode.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -18,8 +19,11 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/internal/testutil"
+	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/providers"
 	"github.com/switchyard/switchyard/router"
+	"github.com/switchyard/switchyard/tracing"
 )
 
 // scriptedProvider answers as its script says: "ok" answers at once, "panic"
@@ -158,4 +162,33 @@ func TestAPanickingProviderEndsOnlyItsCall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A unary request is decoded before the chain runs, in a goroutine grpc-go
+// does not recover: a decoder that panics (a bug, on some caller's bytes) must
+// not end the process. Its panic is carried into the chain, which answers
+// Internal, logs it with where it was raised, and writes the request line.
+func TestADecoderThatPanicsEndsOnlyItsCall(t *testing.T) {
+	logs := &testutil.LogBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
+	adm := &admissionStage{log: log, auth: authorizer{keys: Keys{Master: "sk-master"}}}
+	unary, _ := interceptors(chain{log: log, m: metrics.New(), tracer: tracing.Noop().Tracer(tracing.Name), adm: adm, drain: newDrainer()})
+	var create grpc.MethodDesc
+	for _, m := range decodeErrorsAsInvalidArgument(&pb.ChatService_ServiceDesc).Methods {
+		if m.MethodName == "CreateChatCompletion" {
+			create = m
+		}
+	}
+	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(mdAuthorization, "Bearer sk-master"))
+	ctx = grpc.NewContextWithServerTransportStream(ctx, &headerSink{})
+	var err error
+	require.NotPanics(t, func() {
+		_, err = create.Handler(pb.UnimplementedChatServiceServer{}, ctx, func(any) error { panic("decoder bug") }, unary)
+	})
+	require.Equal(t, codes.Internal, status.Code(err))
+	require.Equal(t, "internal error", status.Convert(err).Message())
+	require.Contains(t, logs.String(), `"msg":"panic in handler"`)
+	require.Contains(t, logs.String(), `decoder bug (while decoding a request)`)
+	require.Contains(t, logs.String(), `"msg":"request"`)
+	require.Contains(t, logs.String(), `"code":"Internal"`)
 }
