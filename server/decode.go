@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 
 	"google.golang.org/grpc"
@@ -35,8 +36,7 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 	for i, m := range desc.Methods {
 		handler := m.Handler
 		m.Handler = func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
-			var decodeErr error
-			var decodePanic *carriedPanic
+			var decodeErr error // a *carriedPanic too: decoding panicked
 			var ref bufpool.Ref
 			var method settling
 			receiveInto := func(v any) (err error) {
@@ -47,7 +47,7 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 				// logged with its stack and answered Internal.
 				defer func() {
 					if p := recover(); p != nil {
-						decodePanic, err = &carriedPanic{value: p, where: "decoding a request", stack: debug.Stack()}, nil
+						decodeErr, err = &carriedPanic{value: p, where: "decoding a request", stack: debug.Stack()}, nil
 					}
 				}()
 				ref, err = receive(dec, v, true)
@@ -59,8 +59,8 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 			chained := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 				ctx = bufpool.With(ctx, ref) // as it is for the zero Ref
 				inner := func(ctx context.Context, req any) (resp any, err error) {
-					if decodePanic != nil {
-						panic(decodePanic)
+					if p, ok := decodeErr.(*carriedPanic); ok {
+						panic(p)
 					}
 					if decodeErr != nil {
 						return nil, decodeErr
@@ -69,7 +69,7 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 					return resp, err
 				}
 				if ic == nil {
-					if decodePanic != nil { // no chain to recover it (never so in Switchyard)
+					if _, ok := decodeErr.(*carriedPanic); ok { // no chain to recover it (never so in Switchyard)
 						return nil, status.Error(codes.Internal, "internal error")
 					}
 					return inner(ctx, req)
@@ -141,6 +141,19 @@ func receive(recv func(any) error, v any, lend bool) (bufpool.Ref, error) {
 	return c.Ref, nil
 }
 
+// decodeSafely runs a decoder on a caller's bytes where no recovery answers
+// for a panic (the REST front decodes a body before the chain runs): a
+// decoder's bug is then the caller's 500 with Switchyard's error body, logged
+// with its stack, not a reset connection.
+func decodeSafely(log *slog.Logger, what string, decode func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = recovered(log, what, r)
+		}
+	}()
+	return decode()
+}
+
 // carriedPanic is a panic recovered where nothing answers for it, carried to
 // where the chain does and raised again there: its value, what panicked and
 // the stack it was raised on (the recovery logs its own too).
@@ -153,6 +166,9 @@ type carriedPanic struct {
 func (p *carriedPanic) String() string {
 	return fmt.Sprintf("%v (while %s)\n%s", p.value, p.where, p.stack)
 }
+
+// Error lets it be carried where an error is (it is raised, never answered).
+func (p *carriedPanic) Error() string { return p.String() }
 
 // invalidMessage is a request message that did not decode.
 type invalidMessage struct{ err error }

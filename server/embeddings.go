@@ -114,7 +114,9 @@ func (f *front) embeddings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := &pb.CreateEmbeddingsRequest{}
-	if err := openaijson.UnmarshalEmbeddingsRequest(body, req); err != nil {
+	if err := decodeSafely(f.log, "decoding a REST embeddings request", func() error {
+		return openaijson.UnmarshalEmbeddingsRequest(body, req)
+	}); err != nil {
 		writeError(w, toStatus(f.log, err))
 		return
 	}

@@ -64,7 +64,13 @@ func (f *front) messages(w http.ResponseWriter, r *http.Request) {
 		read = anthropicjson.ReadCountHead
 	}
 	req := messageRequest{body: body}
-	req.head, req.err = read(body)
+	if perr := decodeSafely(f.log, "reading a message request's head", func() error {
+		req.head, req.err = read(body)
+		return nil
+	}); perr != nil {
+		writeMessagesError(w, perr)
+		return
+	}
 	ms := messagesService{f.in.chat}
 	switch {
 	case count:

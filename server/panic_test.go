@@ -192,3 +192,22 @@ func TestADecoderThatPanicsEndsOnlyItsCall(t *testing.T) {
 	require.Contains(t, logs.String(), `"msg":"request"`)
 	require.Contains(t, logs.String(), `"code":"Internal"`)
 }
+
+// The REST front decodes a body before the chain runs, where net/http would
+// only reset the connection on a panic: decodeSafely makes a decoder's bug the
+// caller's Internal error (a 500 with Switchyard's error body), logged.
+func TestDecodeSafely(t *testing.T) {
+	t.Parallel()
+	logs := &testutil.LogBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
+	t.Run("a panic is an Internal error, logged", func(t *testing.T) {
+		err := decodeSafely(log, "decoding a test body", func() error { panic("decoder bug") })
+		require.Equal(t, codes.Internal, status.Code(err))
+		require.Equal(t, "internal error", status.Convert(err).Message())
+		require.Contains(t, logs.String(), `"method":"decoding a test body","panic":"decoder bug"`)
+	})
+	t.Run("a decoder's own error is returned as it is", func(t *testing.T) {
+		want := fmt.Errorf("bad body")
+		require.Equal(t, want, decodeSafely(log, "decoding", func() error { return want }))
+	})
+}

@@ -204,7 +204,9 @@ func (f *front) chatCompletionsIn(w http.ResponseWriter, r *http.Request, ref bu
 		r = r.WithContext(bufpool.With(r.Context(), ref))
 	}
 	req := &pb.ChatCompletionRequest{}
-	if err := openaijson.UnmarshalChat(body, req); err != nil { // the conversation kept as bytes
+	if err := decodeSafely(f.log, "decoding a REST chat request", func() error {
+		return openaijson.UnmarshalChat(body, req) // the conversation kept as bytes
+	}); err != nil {
 		writeError(w, toStatus(f.log, err))
 		return true
 	}
