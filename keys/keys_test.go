@@ -11,27 +11,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard/switchyard/internal/testutil"
 	"github.com/switchyard/switchyard/limits"
 )
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// fakeClock is a clock tests move by hand.
+type fakeClock = testutil.Clock
 
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-func newClock() *fakeClock { return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+func newClock() *fakeClock { return testutil.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) }
 
 func TestAllows(t *testing.T) {
 	t.Parallel()

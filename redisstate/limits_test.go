@@ -10,27 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard/switchyard/internal/redistest"
+	"github.com/switchyard/switchyard/internal/testutil"
 	"github.com/switchyard/switchyard/limits"
 )
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// fakeClock is a clock tests move by hand.
+type fakeClock = testutil.Clock
 
-func newClock() *fakeClock { return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 50, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+func newClock() *fakeClock { return testutil.NewClock(time.Date(2026, 1, 1, 0, 0, 50, 0, time.UTC)) }
 
 func open(t *testing.T, s *redistest.Server, onError string) *Client {
 	t.Helper()

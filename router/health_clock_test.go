@@ -2,34 +2,19 @@ package router
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/internal/testutil"
 )
 
 // stepClock is a clock the test moves; its timers never fire.
-type stepClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type stepClock struct{ *testutil.Clock }
 
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *stepClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-func (c *stepClock) Sleep(ctx context.Context, _ time.Duration) error {
+func (stepClock) Sleep(ctx context.Context, _ time.Duration) error {
 	<-ctx.Done()
 	return ctx.Err()
 }
@@ -40,7 +25,7 @@ func (c *stepClock) Sleep(ctx context.Context, _ time.Duration) error {
 func TestRequestHealthKeepsTheRoutersClock(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	clock := &stepClock{now: time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC)}
+	clock := stepClock{testutil.NewClock(time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC))}
 	f.r.SetClock(clock)
 	f.a.errs["m1"] = []error{perr(400, "a"), perr(400, "b"), perr(400, "c")} // not breaker failures: all three are called
 	for range 3 {
@@ -60,9 +45,9 @@ func TestRequestHealthKeepsTheRoutersClock(t *testing.T) {
 	require.Equal(t, 3, got.RecentFailures)
 	require.Equal(t, StatusDegraded, got.Status, got.Reason)
 
-	clock.advance(9 * time.Minute)
+	clock.Advance(9 * time.Minute)
 	require.Equal(t, 3, report().RecentFailures, "still inside the window")
-	clock.advance(time.Minute)
+	clock.Advance(time.Minute)
 	got = report()
 	require.Zero(t, got.RecentRequests, "ten minutes on, out of the window")
 	require.Equal(t, StatusHealthy, got.Status, got.Reason)
