@@ -187,6 +187,9 @@ func recoverInto(log *slog.Logger, method string, err *error) {
 // panic carried from another goroutine says where it was raised), and returns
 // what the caller is answered: Internal, saying nothing of it.
 func recovered(log *slog.Logger, method string, r any) error {
+	if log == nil {
+		log = slog.Default()
+	}
 	log.Error("panic in handler", "method", method, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 	return status.Error(codes.Internal, "internal error")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"log/slog"
 	"reflect"
 	"strings"
 
@@ -18,7 +19,8 @@ import (
 // openaijson (numbers as numbers, unknown members kept) for the OpenAI surface,
 // and protojson for the admin API, so that its REST JSON is exactly what grpcurl
 // prints and sends (zero values left out, enums by name, unknown fields refused).
-type jsonMarshaler struct{}
+// log hears a decoder's panic (see Unmarshal).
+type jsonMarshaler struct{ log *slog.Logger }
 
 var _ runtime.Marshaler = jsonMarshaler{}
 
@@ -47,15 +49,19 @@ func (jsonMarshaler) Marshal(v any) ([]byte, error) {
 	return openaijson.Marshal(m), nil
 }
 
-func (jsonMarshaler) Unmarshal(data []byte, v any) error {
+// Unmarshal decodes a REST body for grpc-gateway, which runs it before the
+// chain: under decodeSafely, a decoder's panic is the caller's 500, logged.
+func (j jsonMarshaler) Unmarshal(data []byte, v any) error {
 	m, ok := messageOf(v)
 	if !ok {
 		return errNotProto
 	}
-	if isAdmin(m) {
-		return adminIn.Unmarshal(data, m)
-	}
-	return openaijson.Unmarshal(data, m)
+	return decodeSafely(j.log, "decoding a REST body", func() error {
+		if isAdmin(m) {
+			return adminIn.Unmarshal(data, m)
+		}
+		return openaijson.Unmarshal(data, m)
+	})
 }
 
 // messageOf finds the message to decode into: v itself, or, for a binding whose

@@ -42,7 +42,7 @@ type restOptions struct {
 // same interceptors as gRPC calls.
 func newREST(ctx context.Context, conn *grpc.ClientConn, opt restOptions) (http.Handler, error) {
 	mux := runtime.NewServeMux(
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, jsonMarshaler{}),
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, jsonMarshaler{log: opt.log}),
 		runtime.WithErrorHandler(gatewayErrorHandler),
 		// SDKs escape the "/" of "provider/model" in paths (/v1/models/up%2Fgpt-4o).
 		runtime.WithUnescapingMode(runtime.UnescapingModeAllCharacters),
