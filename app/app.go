@@ -100,11 +100,11 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	if err != nil {
 		return nil, err
 	}
-	rt := router.New(log, targets)
-	rt.SetObserver(m)
+	routing := []router.Option{router.WithObserver(m)}
 	if _, off := o.tracerProvider.(noop.TracerProvider); !off {
-		rt.SetTracer(tracer)
+		routing = append(routing, router.WithTracer(tracer))
 	}
+	rt := router.New(log, targets, routing...)
 	vms := make([]router.VirtualModel, 0, len(cfg.VirtualModels))
 	for _, vm := range cfg.VirtualModels {
 		vms = append(vms, router.FromConfig(cfg.Failover, vm, true))

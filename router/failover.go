@@ -9,16 +9,16 @@ import (
 	"github.com/switchyard/switchyard/resilience"
 )
 
-// DefaultFailoverStatuses trigger failover by default: rate limits and server errors.
-var DefaultFailoverStatuses = []string{"429", "5xx"}
+// defaultFailoverStatuses trigger failover by default: rate limits and server errors.
+var defaultFailoverStatuses = []string{"429", "5xx"}
 
-// DefaultFailoverErrors are the phrases that trigger failover by default, whatever
+// defaultFailoverErrors are the phrases that trigger failover by default, whatever
 // the status: the model (or its Azure deployment) is unavailable, unsupported or
 // not found, the upstream
 // reports a failure of its own upstream, or the request exceeds the model's
 // context window (a backup may have a larger one). Content-policy rejections are
 // not among them: routing around a refusal is not the gateway's call.
-var DefaultFailoverErrors = []string{
+var defaultFailoverErrors = []string{
 	"model not found", "model_not_found", "model does not exist", "no such model",
 	"model unavailable", "model not available", "model is not available", "model is currently overloaded",
 	"unsupported model", "model not supported", "model is not supported",
@@ -41,8 +41,8 @@ type Failover struct {
 
 // DefaultFailover is the built-in policy.
 func DefaultFailover() Failover {
-	f := Failover{Enabled: true, Statuses: resilience.MustStatusSet(DefaultFailoverStatuses...)}
-	for _, p := range DefaultFailoverErrors {
+	f := Failover{Enabled: true, Statuses: resilience.MustStatusSet(defaultFailoverStatuses...)}
+	for _, p := range defaultFailoverErrors {
 		f.Errors = append(f.Errors, ParsePhrase(p))
 	}
 	return f

@@ -89,7 +89,7 @@ type ProviderReport struct {
 // Report combines discovery, breakers and request health per provider. Request
 // health and breakers can only make a provider's status worse.
 func (r *Router) Report() []ProviderReport {
-	now := r.clockOrSystem().Now()
+	now := r.clock.Now()
 	var out []ProviderReport
 	for _, st := range r.reg.status() {
 		rep := ProviderReport{ProviderStatus: st, Status: StatusHealthy}

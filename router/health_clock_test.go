@@ -24,9 +24,8 @@ func (stepClock) Sleep(ctx context.Context, _ time.Duration) error {
 // with no sleep.
 func TestRequestHealthKeepsTheRoutersClock(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
 	clock := stepClock{testutil.NewClock(time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC))}
-	f.r.SetClock(clock)
+	f := newFixtureWith(t, []Option{WithClock(clock)})
 	f.a.errs["m1"] = []error{perr(400, "a"), perr(400, "b"), perr(400, "c")} // not breaker failures: all three are called
 	for range 3 {
 		_, _, err := f.r.Chat(context.Background(), &pb.ChatCompletionRequest{Model: "a/m1"}, Call{})

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
-	"github.com/switchyard/switchyard/resilience"
 )
 
 // Outcomes of a hedge decision (the outcome label of switchyard_hedges_total).
@@ -62,16 +61,6 @@ func (h *hedgeCredit) take() bool {
 	}
 	h.spent = hedgeEvery
 	return true
-}
-
-// SetClock sets the clock hedge timers run on (tests; the real clock otherwise).
-func (r *Router) SetClock(c resilience.Clock) { r.clock = c }
-
-func (r *Router) clockOrSystem() resilience.Clock {
-	if r.clock == nil {
-		return resilience.SystemClock{}
-	}
-	return r.clock
 }
 
 // hedges reports whether the chain races its first two targets.
@@ -152,7 +141,7 @@ func hedge[T any](r *Router, ctx context.Context, c *chain, first int, call Call
 	defer stopTimer()
 	after := c.vm.HedgeAfter
 	go func() {
-		if r.clockOrSystem().Sleep(tctx, after) == nil {
+		if r.clock.Sleep(tctx, after) == nil {
 			close(fired)
 		}
 	}()

@@ -111,11 +111,9 @@ func hedgeFixture(t *testing.T, fire, slowPrimary bool) (*Router, *gateProvider,
 		targets = append(targets, Target{Provider: g, Guard: resilience.NewGuard(resilience.GuardConfig{Provider: g.name,
 			Retry: resilience.DefaultRetry(), Breaker: resilience.DefaultBreaker()})})
 	}
-	r := New(slog.New(slog.NewTextHandler(io.Discard, nil)), targets)
-	r.Discover(context.Background(), 0)
 	rec := &hedgeRecorder{outcomes: map[string]int{}, release: release}
-	r.SetObserver(rec)
-	r.SetClock(hedgeClock{fire: fire})
+	r := New(slog.New(slog.NewTextHandler(io.Discard, nil)), targets, WithObserver(rec), WithClock(hedgeClock{fire: fire}))
+	r.Discover(context.Background(), 0)
 	vm := chainVM("chat", StrategyFailover, "p/m", "b/m")
 	vm.HedgeAfter = time.Second
 	require.NoError(t, r.SetVirtualModels([]VirtualModel{vm}))
@@ -216,9 +214,8 @@ func TestHedgeLoserThatAnsweredIsInTheTrace(t *testing.T) {
 		targets = append(targets, Target{Provider: g, Guard: resilience.NewGuard(resilience.GuardConfig{Provider: g.Name(),
 			Retry: resilience.DefaultRetry(), Breaker: resilience.DefaultBreaker()})})
 	}
-	r := New(slog.New(slog.NewTextHandler(io.Discard, nil)), targets)
+	r := New(slog.New(slog.NewTextHandler(io.Discard, nil)), targets, WithClock(hedgeClock{fire: true}))
 	r.Discover(context.Background(), 0)
-	r.SetClock(hedgeClock{fire: true})
 	vm := chainVM("chat", StrategyFailover, "p/m", "b/m")
 	vm.HedgeAfter = time.Second
 	require.NoError(t, r.SetVirtualModels([]VirtualModel{vm}))

@@ -29,9 +29,6 @@ func (nopObserver) Failover(string, string, string) {}
 func (nopObserver) Empty(string, string)            {}
 func (nopObserver) Hidden(string, int)              {}
 
-// SetObserver sets who hears routing events (call before serving).
-func (r *Router) SetObserver(o Observer) { r.obs = o }
-
 // Trace collects what happened to one request, for its log line.
 type Trace struct {
 	// Attempts counts upstream attempts, retries and failovers included.

@@ -51,7 +51,7 @@ type Router struct {
 	adminMu sync.Mutex
 	obs     Observer
 	tracer  trace.Tracer
-	clock   resilience.Clock // hedge timers; nil is the real clock
+	clock   resilience.Clock // hedge timers and request health
 }
 
 type virtualState struct {
@@ -59,9 +59,27 @@ type virtualState struct {
 	list  []VirtualModel
 }
 
+// Option sets something of a Router at New.
+type Option func(*Router)
+
+// WithObserver sets who hears routing events (nobody otherwise).
+func WithObserver(o Observer) Option { return func(r *Router) { r.obs = o } }
+
+// WithTracer sets the tracer of the client span each upstream attempt gets;
+// without it nothing is traced.
+func WithTracer(t trace.Tracer) Option { return func(r *Router) { r.tracer = t } }
+
+// WithClock sets the clock hedge timers and request health run on (the real
+// clock otherwise).
+func WithClock(c resilience.Clock) Option { return func(r *Router) { r.clock = c } }
+
 // New returns a Router over targets. Call Discover before serving.
-func New(log *slog.Logger, targets []Target) *Router {
-	r := &Router{log: log, reg: newRegistry(targets), targets: map[string]Target{}, health: map[string]*providerHealth{}, obs: nopObserver{}}
+func New(log *slog.Logger, targets []Target, opts ...Option) *Router {
+	r := &Router{log: log, reg: newRegistry(targets), targets: map[string]Target{}, health: map[string]*providerHealth{},
+		obs: nopObserver{}, clock: resilience.SystemClock{}}
+	for _, o := range opts {
+		o(r)
+	}
 	for _, t := range targets {
 		if t.Guard == nil {
 			t.Guard = resilience.NewGuard(resilience.GuardConfig{Provider: t.Provider.Name(),
@@ -233,7 +251,7 @@ func (r *Router) record(route Route, err error) {
 	if notCalled(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return
 	}
-	r.health[route.Provider].record(route.Model, err != nil, r.clockOrSystem().Now())
+	r.health[route.Provider].record(route.Model, err != nil, r.clock.Now())
 }
 
 // Chat runs a non-stream chat completion and says which route answered.

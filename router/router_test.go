@@ -74,6 +74,12 @@ type fixture struct {
 
 func newFixture(t *testing.T, vms ...VirtualModel) *fixture {
 	t.Helper()
+	return newFixtureWith(t, nil, vms...)
+}
+
+// newFixtureWith is newFixture with the router's options.
+func newFixtureWith(t *testing.T, opts []Option, vms ...VirtualModel) *fixture {
+	t.Helper()
 	f := &fixture{}
 	f.a = &fakeProvider{name: "a", models: []string{"m1", "m2", "shared"}, errs: map[string][]error{}, calls: &f.calls, keys: &f.keys}
 	f.b = &fakeProvider{name: "b", models: []string{"m1", "shared"}, errs: map[string][]error{}, calls: &f.calls, keys: &f.keys}
@@ -87,7 +93,7 @@ func newFixture(t *testing.T, vms ...VirtualModel) *fixture {
 		targets = append(targets, Target{Provider: p,
 			Guard: resilience.NewGuard(resilience.GuardConfig{Provider: p.name, Retry: noRetry, Breaker: br})})
 	}
-	f.r = New(slog.New(slog.NewTextHandler(io.Discard, nil)), targets)
+	f.r = New(slog.New(slog.NewTextHandler(io.Discard, nil)), targets, opts...)
 	f.r.Discover(context.Background(), 0)
 	require.NoError(t, f.r.SetVirtualModels(vms))
 	return f

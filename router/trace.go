@@ -12,10 +12,6 @@ import (
 	"github.com/switchyard/switchyard/providers"
 )
 
-// SetTracer sets the tracer of the client span each upstream attempt gets (call
-// before serving); without it nothing is traced.
-func (r *Router) SetTracer(t trace.Tracer) { r.tracer = t }
-
 // startAttempt starts an upstream attempt's client span, with the GenAI semantic
 // conventions' request attributes, and marks retries on the request's span.
 // Prompt and completion text are never recorded.

@@ -88,10 +88,10 @@ func TestALentBufferOutlivesARecoveredPanic(t *testing.T) {
 	a := &probeProvider{name: "a", slow: true, seen: make(chan struct{}, 4), check: make(chan struct{}), result: make(chan bool, 4)}
 	b := &probeProvider{name: "b"}
 	r := serve(t, func(c *Config) {
-		rt := router.New(slog.New(slog.DiscardHandler), []router.Target{{Provider: a, Configured: []string{"m"}}, {Provider: b, Configured: []string{"m"}}})
+		rt := router.New(slog.New(slog.DiscardHandler), []router.Target{{Provider: a, Configured: []string{"m"}}, {Provider: b, Configured: []string{"m"}}},
+			router.WithObserver(panicOnCapped{}))
 		require.NoError(t, rt.SetVirtualModels([]router.VirtualModel{{Source: "vm", Strategy: router.StrategyFailover,
 			Targets: []router.VirtualTarget{{Model: "a/m"}, {Model: "b/m"}}, HedgeAfter: 20 * time.Millisecond}}))
-		rt.SetObserver(panicOnCapped{})
 		c.Router = rt
 	})
 	long := strings.Repeat("a long prompt ", 8000) // ~110 KB

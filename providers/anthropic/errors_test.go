@@ -100,15 +100,13 @@ func TestErrorStatuses(t *testing.T) {
 // over by default and counts against the breaker, wherever it arrives.
 func TestOverloadedIsFailoverEligible(t *testing.T) {
 	t.Parallel()
-	failover, err := resilience.ParseStatusSet(router.DefaultFailoverStatuses)
-	require.NoError(t, err)
-	require.True(t, failover.Has(529), "failover-eligible")
+	require.True(t, router.DefaultFailover().Statuses.Has(529), "failover-eligible")
 	require.True(t, resilience.DefaultBreaker().FailureOnStatuses.Has(529), "a breaker failure")
 
 	up := newFake(t)
 	c := newClient(t, up)
 	up.Script(fakeupstream.Reply{Events: []string{fakeupstream.AnthropicErrorEvent("overloaded_error", "Overloaded")}})
-	_, err = c.Stream(ctx, chatRequest())
+	_, err := c.Stream(ctx, chatRequest())
 	pe := providerError(t, err)
 	require.Equal(t, 529, pe.UpstreamStatus(), "an in-band overloaded_error is judged as the 529 it is")
 	require.Equal(t, providers.KindHiddenError, pe.Kind)
