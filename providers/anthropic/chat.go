@@ -47,49 +47,30 @@ func (c *Client) Chat(ctx context.Context, req *providers.Request) (*pb.ChatComp
 }
 
 // open sends a streaming request and returns its event stream once the response
-// headers arrived, the first-token deadline running (stopped by the caller).
+// headers arrived, the first-token deadline running (see sse.Open).
 func (c *Client) open(ctx context.Context, body []byte, a *providers.Attempt) (*sse.Conn, sse.Deadline, error) {
-	sctx, cancel := context.WithCancelCause(ctx)
-	hr, err := c.newRequest(sctx, http.MethodPost, messagesPath, body, a)
-	if err != nil {
-		cancel(nil)
-		return nil, sse.Deadline{}, err
+	conn, deadline, err := sse.Open(ctx, sse.Request{
+		New: func(ctx context.Context) (*http.Request, error) {
+			return c.newRequest(ctx, http.MethodPost, messagesPath, body, a)
+		},
+		Do: c.http.Do, TransportError: c.transportError, StatusError: c.statusError,
+		FirstToken: c.cfg.FirstTokenTimeout,
+	})
+	if err == nil {
+		conn.Provider, conn.Secrets = c.name, c.secrets
 	}
-	hr.Header.Set("Accept", "text/event-stream")
-	deadline := sse.StartDeadline(c.cfg.FirstTokenTimeout, cancel)
-	resp, err := c.http.Do(hr)
-	if err != nil {
-		deadline.Stop()
-		err = c.transportError(sctx, err) // before cancel: it reads why sctx ended
-		cancel(nil)
-		return nil, deadline, err
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		errBody, _ := io.ReadAll(io.LimitReader(resp.Body, providers.MaxErrorBytes))
-		resp.Body.Close()
-		deadline.Stop()
-		cancel(nil)
-		return nil, deadline, c.parseError(resp.StatusCode, resp.Header, errBody)
-	}
-	conn := sse.NewConn(sctx, cancel, resp.Body)
-	conn.Provider, conn.Secrets = c.name, c.secrets
-	return conn, deadline, nil
+	return conn, deadline, err
 }
 
 // started finishes opening a stream whose first content was read (err nil) or
-// not: the first content and the first-token deadline may have crossed; on
-// success the idle timer starts.
+// not (see sse.Conn.Started).
 func (c *Client) started(conn *sse.Conn, deadline sse.Deadline, err error) error {
-	if err == nil && !deadline.Stop() {
-		err = conn.Crossed(c.timeouts())
-	}
-	if err != nil {
-		deadline.Stop()
-		conn.Close()
-		return err
-	}
-	conn.StartIdle(c.cfg.StreamIdleTimeout)
-	return nil
+	return conn.Started(deadline, err, c.timeouts(), c.cfg.StreamIdleTimeout)
+}
+
+// statusError is parseError as sse.Request names a non-2xx answer.
+func (c *Client) statusError(status int, h http.Header, body []byte) error {
+	return c.parseError(status, h, body)
 }
 
 // Stream sends a streaming chat completion translated to a Messages request and

@@ -19,45 +19,26 @@ var doneMarker = []byte("[DONE]")
 // carries content; events before it (a role-only chunk) are held and delivered
 // first by Recv and NextRaw.
 func (c *Client) Stream(ctx context.Context, req *providers.Request) (providers.Stream, error) {
-	sctx, cancel := context.WithCancelCause(ctx)
-	hr, err := c.newRequest(sctx, http.MethodPost, c.endpoint(req.Model, "chat/completions"), c.upstreamBody(req, true), req)
+	conn, deadline, err := sse.Open(ctx, sse.Request{
+		New: func(ctx context.Context) (*http.Request, error) {
+			return c.newRequest(ctx, http.MethodPost, c.endpoint(req.Model, "chat/completions"), c.upstreamBody(req, true), req)
+		},
+		Do: c.http.Do, TransportError: c.transportError, StatusError: c.statusError,
+		FirstToken: c.cfg.FirstTokenTimeout,
+	})
 	if err != nil {
-		cancel(nil)
 		return nil, err
 	}
-	hr.Header.Set("Accept", "text/event-stream")
-	// The wait for the first content (headers and role-only chunks included) is
-	// bounded: an upstream that answers headers, or a role chunk, and then nothing
-	// must not hold the client until its own deadline. It fails as a first-token
-	// timeout, before any byte reached the client, and is retried.
-	deadline := sse.StartDeadline(c.cfg.FirstTokenTimeout, cancel)
-	resp, err := c.http.Do(hr)
-	if err != nil {
-		deadline.Stop()
-		err = c.transportError(sctx, err) // before cancel: it reads why sctx ended
-		cancel(nil)
+	s := newStream(c, conn, req.Model, int(max(1, req.Body.GetN())))
+	if err := conn.Started(deadline, s.readFirst(), c.timeouts(), c.cfg.StreamIdleTimeout); err != nil {
 		return nil, err
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
-		resp.Body.Close()
-		deadline.Stop()
-		cancel(nil)
-		return nil, c.parseError(resp.StatusCode, resp.Header, body)
-	}
-	s := newStream(c, sse.NewConn(sctx, cancel, resp.Body), req.Model, int(max(1, req.Body.GetN())))
-	err = s.readFirst()
-	if err == nil && !deadline.Stop() {
-		// The first content and the timeout crossed: the context is cancelled.
-		err = s.conn.Crossed(c.timeouts())
-	}
-	if err != nil {
-		deadline.Stop()
-		s.Close()
-		return nil, err
-	}
-	s.conn.StartIdle(c.cfg.StreamIdleTimeout)
 	return s, nil
+}
+
+// statusError is parseError as sse.Request names a non-2xx answer.
+func (c *Client) statusError(status int, h http.Header, body []byte) error {
+	return c.parseError(status, h, body)
 }
 
 // newStream reads conn as a stream of n choices of model.

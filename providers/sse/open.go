@@ -1,0 +1,77 @@
+package sse
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/switchyard/switchyard/providers"
+)
+
+// Request is one streaming request to send (Open) and how its provider names
+// what goes wrong with it.
+type Request struct {
+	// New builds the request on the context Open gives it (which the
+	// first-token deadline and the stream's end cancel).
+	New func(ctx context.Context) (*http.Request, error)
+	// Do sends it: the provider's HTTP client.
+	Do func(*http.Request) (*http.Response, error)
+	// TransportError names a send that failed; it reads why the context ended,
+	// so it runs before the context is cancelled.
+	TransportError func(ctx context.Context, err error) error
+	// StatusError names a non-2xx answer from its first providers.MaxErrorBytes.
+	StatusError func(status int, h http.Header, body []byte) error
+	// FirstToken bounds the wait for the first content, headers included (0: none).
+	FirstToken time.Duration
+}
+
+// Open sends r and returns its event stream once a 2xx answer's headers have
+// arrived, with the first-token deadline running: an upstream that answers
+// headers, or a role-only chunk, and then nothing fails as a first-token
+// timeout before any byte reached the client (and is retried). The caller names
+// the stream's provider and secrets (Conn), reads up to the first content, then
+// ends the opening with Started. Nothing of r is kept: its funcs stay the
+// caller's.
+func Open(ctx context.Context, r Request) (*Conn, Deadline, error) {
+	sctx, cancel := context.WithCancelCause(ctx)
+	hr, err := r.New(sctx)
+	if err != nil {
+		cancel(nil)
+		return nil, Deadline{}, err
+	}
+	hr.Header.Set("Accept", "text/event-stream")
+	deadline := StartDeadline(r.FirstToken, cancel)
+	resp, err := r.Do(hr)
+	if err != nil {
+		deadline.Stop()
+		err = r.TransportError(sctx, err) // before cancel: it reads why sctx ended
+		cancel(nil)
+		return nil, Deadline{}, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, providers.MaxErrorBytes))
+		resp.Body.Close()
+		deadline.Stop()
+		cancel(nil)
+		return nil, Deadline{}, r.StatusError(resp.StatusCode, resp.Header, body)
+	}
+	return NewConn(sctx, cancel, resp.Body), deadline, nil
+}
+
+// Started ends the opening of a stream whose first content was read (err nil)
+// or not (err, the stream then closed). The first content and the first-token
+// deadline may have crossed (the context was cancelled): that is a first-token
+// timeout. On success the idle timer starts.
+func (c *Conn) Started(deadline Deadline, err error, timeouts providers.Timeouts, idle time.Duration) error {
+	if err == nil && !deadline.Stop() {
+		err = c.Crossed(timeouts)
+	}
+	if err != nil {
+		deadline.Stop()
+		c.Close()
+		return err
+	}
+	c.StartIdle(idle)
+	return nil
+}
