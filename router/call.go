@@ -44,15 +44,12 @@ func Direct[T any](r *Router, ctx context.Context, provider string, call Call, o
 func unaryTry[T any](r *Router, call Call, once bool, do func(ctx context.Context, t Target, a providers.Attempt) (T, error)) attempt[T] {
 	return func(ctx context.Context, route Route, t Target, a providers.Attempt) (T, error) {
 		var resp T
-		done, err := r.admit(ctx, t, a, call)
+		g, err := r.admit(ctx, t, a, call)
 		if err != nil {
 			return resp, err
 		}
-		run := t.Guard.Call
-		if once {
-			run = t.Guard.CallOnce
-		}
-		err = run(ctx, a.Model, func(ctx context.Context, n int) error {
+		defer g.endOnPanic()
+		try := func(ctx context.Context, n int) error {
 			began := time.Now()
 			ctx, span := r.startAttempt(ctx, route, n, call.Op, false)
 			var err error
@@ -60,8 +57,13 @@ func unaryTry[T any](r *Router, call Call, once bool, do func(ctx context.Contex
 			endAttempt(span, resp, err)
 			r.attemptDone(route, n, err, call, began)
 			return err
-		})
-		done(call.usedTokens(resp))
+		}
+		if once {
+			err = t.Guard.CallOnce(ctx, a.Model, try)
+		} else {
+			err = t.Guard.Call(ctx, a.Model, try)
+		}
+		g.end(call.usedTokens(resp))
 		return resp, err
 	}
 }
@@ -87,10 +89,11 @@ func streamTry[S any](r *Router, call Call, open func(ctx context.Context, t Tar
 	watch func(S, func(error)) S) attempt[S] {
 	return func(ctx context.Context, route Route, t Target, a providers.Attempt) (S, error) {
 		var s S
-		done, err := r.admit(ctx, t, a, call)
+		g, err := r.admit(ctx, t, a, call)
 		if err != nil {
 			return s, err
 		}
+		defer g.endOnPanic()
 		finish, err := t.Guard.Stream(ctx, a.Model, func(ctx context.Context, n int) error {
 			began := time.Now()
 			ctx, span := r.startAttempt(ctx, route, n, call.Op, true)
@@ -101,7 +104,7 @@ func streamTry[S any](r *Router, call Call, open func(ctx context.Context, t Tar
 			return err
 		})
 		if err != nil {
-			done(0)
+			g.end(0)
 			var zero S
 			return zero, err
 		}
@@ -109,7 +112,7 @@ func streamTry[S any](r *Router, call Call, open func(ctx context.Context, t Tar
 		var once sync.Once
 		return watch(s, func(err error) {
 			end(err)
-			once.Do(func() { done(0) }) // a stream's usage is not known here: the estimate stands
+			once.Do(func() { g.end(0) }) // a stream's usage is not known here: the estimate stands
 		}), nil
 	}
 }

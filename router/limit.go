@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
@@ -57,22 +58,47 @@ type TargetLimiter interface {
 	Admit(ctx context.Context, model string, estTokens int) (done func(usedTokens int) error, err error)
 }
 
-// admit asks t's limiter, if any, for room for one call; the returned done is
-// never nil, and logs a release that failed.
-func (r *Router) admit(ctx context.Context, t Target, a providers.Attempt, call Call) (func(int), error) {
+// admit asks t's limiter, if any, for room for one call.
+func (r *Router) admit(ctx context.Context, t Target, a providers.Attempt, call Call) (grant, error) {
 	if t.Limiter == nil {
-		return func(int) {}, nil
+		return grant{}, nil
 	}
 	done, err := t.Limiter.Admit(ctx, a.Model, call.EstTokens)
 	if err != nil {
-		return nil, err
+		return grant{}, err
 	}
-	return func(used int) {
-		if err := done(used); err != nil {
-			r.log.Warn("target limit release failed", "provider", t.Provider.Name(), "model", a.Model,
-				"error", err.Error(), "request_id", call.RequestID)
-		}
-	}, nil
+	return grant{done: done, log: r.log, provider: t.Provider, model: a.Model, requestID: call.RequestID}, nil
+}
+
+// grant is the room a target's limiter gave one call (the zero grant: no
+// limiter). A value, not a closure: admitting allocates nothing of its own.
+type grant struct {
+	done      func(int) error
+	log       *slog.Logger
+	provider  providers.Provider
+	model     string
+	requestID string
+}
+
+// end gives the room back with the tokens the call used (0: the estimate
+// stands), logging a release that failed.
+func (g grant) end(used int) {
+	if g.done == nil {
+		return
+	}
+	if err := g.done(used); err != nil {
+		g.log.Warn("target limit release failed", "provider", g.provider.Name(), "model", g.model,
+			"error", err.Error(), "request_id", g.requestID)
+	}
+}
+
+// endOnPanic is deferred by an attempt: a panic (a provider's bug) gives the
+// room back too, then goes on to the request's recovery.
+func (g grant) endOnPanic() {
+	if p := recover(); p != nil {
+		g.end(0)
+		panic(p)
+	}
 }
 
 // notCalled reports errors that mean a target was not called at all: an open

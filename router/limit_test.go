@@ -162,3 +162,35 @@ func TestAFailedTargetReleaseIsLogged(t *testing.T) {
 	require.NoError(t, err, "the call is over either way")
 	require.Contains(t, logs.String(), `msg="target limit release failed" provider=a model=m1 error="redis unreachable" request_id=req-1`)
 }
+
+// A call whose provider panics gives its target's room back before the panic
+// goes on to the request's recovery: else a max_concurrency slot would be lost
+// for good at each panic, until the account refused every call.
+func TestAPanickingCallGivesItsTargetRoomBack(t *testing.T) {
+	t.Parallel()
+	kinds := map[string]func(f *fixture){
+		"unary": func(f *fixture) {
+			_, _, _ = Unary(f.r, context.Background(), "a/m1", Call{}, func(context.Context, Target, providers.Attempt) (*pb.ChatCompletion, error) {
+				panic("provider bug")
+			})
+		},
+		"stream": func(f *fixture) {
+			_, _, _ = Streaming(f.r, context.Background(), "a/m1", Call{}, func(context.Context, Target, providers.Attempt) (providers.Stream, error) {
+				panic("provider bug")
+			}, nil, finished)
+		},
+	}
+	for name, call := range kinds {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			l := &fullLimiter{}
+			withLimiter(f, "a", l)
+			require.PanicsWithValue(t, "provider bug", func() { call(f) })
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			require.Equal(t, 1, l.admit)
+			require.Equal(t, []int{0}, l.used, "the room was given back, once")
+		})
+	}
+}

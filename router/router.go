@@ -70,8 +70,14 @@ func WithObserver(o Observer) Option { return func(r *Router) { r.obs = o } }
 func WithTracer(t trace.Tracer) Option { return func(r *Router) { r.tracer = t } }
 
 // WithClock sets the clock hedge timers and request health run on (the real
-// clock otherwise).
-func WithClock(c resilience.Clock) Option { return func(r *Router) { r.clock = c } }
+// clock otherwise, nil included).
+func WithClock(c resilience.Clock) Option {
+	return func(r *Router) {
+		if c != nil {
+			r.clock = c
+		}
+	}
+}
 
 // New returns a Router over targets. Call Discover before serving.
 func New(log *slog.Logger, targets []Target, opts ...Option) *Router {

@@ -29,8 +29,9 @@ import (
 // the handler returns. Not after a panic (a unary chain recovers it inside,
 // a stream's outside): a hedge's other attempt may still be reading it;
 // bufpool takes it back once nothing refers to its lending (the attempt's
-// context carries it).
-func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
+// context carries it). log hears a decoding panic the chain did not (nil: the
+// default logger).
+func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc, log *slog.Logger) *grpc.ServiceDesc {
 	out := *desc
 	out.Methods = make([]grpc.MethodDesc, len(desc.Methods))
 	for i, m := range desc.Methods {
@@ -58,8 +59,13 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 			}
 			chained := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 				ctx = bufpool.With(ctx, ref) // as it is for the zero Ref
+				p, panicked := decodeErr.(*carriedPanic)
+				if panicked {
+					req = nil // half decoded: no model of it is admitted or reported
+				}
 				inner := func(ctx context.Context, req any) (resp any, err error) {
-					if p, ok := decodeErr.(*carriedPanic); ok {
+					if panicked {
+						p.raised = true
 						panic(p)
 					}
 					if decodeErr != nil {
@@ -69,12 +75,16 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 					return resp, err
 				}
 				if ic == nil {
-					if _, ok := decodeErr.(*carriedPanic); ok { // no chain to recover it (never so in Switchyard)
-						return nil, status.Error(codes.Internal, "internal error")
+					if panicked { // no chain to recover it (never so in Switchyard)
+						return nil, recovered(log, info.FullMethod, p)
 					}
 					return inner(ctx, req)
 				}
-				return ic(ctx, req, info, inner)
+				resp, err := ic(ctx, req, info, inner)
+				if panicked && !p.raised { // refused before the handler (a bad key): still logged
+					_ = recovered(log, info.FullMethod, p)
+				}
+				return resp, err
 			}
 			resp, err := handler(srv, ctx, receiveInto, chained)
 			if method.settled() {
@@ -158,9 +168,10 @@ func decodeSafely(log *slog.Logger, what string, decode func() error) (err error
 // where the chain does and raised again there: its value, what panicked and
 // the stack it was raised on (the recovery logs its own too).
 type carriedPanic struct {
-	value any
-	where string
-	stack []byte
+	value  any
+	where  string
+	stack  []byte
+	raised bool // raised where a recovery answers for it
 }
 
 func (p *carriedPanic) String() string {

@@ -127,7 +127,13 @@ func (c chain) admission(ctx context.Context, call serverCall, next func(context
 	if err != nil {
 		return err
 	}
-	defer func() { adm.end(ctx, rep.tokensIn+rep.tokensOut, err) }() // a panic too releases its slot
+	defer func() {
+		if r := recover(); r != nil { // a panic too releases its slot, counted as the Internal it is answered with
+			adm.end(ctx, rep.tokensIn+rep.tokensOut, status.Error(codes.Internal, "internal error"))
+			panic(r)
+		}
+		adm.end(ctx, rep.tokensIn+rep.tokensOut, err)
+	}()
 	if call.req != nil {
 		if err := admitRequest(ctx, call.req); err != nil {
 			return err

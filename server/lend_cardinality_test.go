@@ -49,7 +49,7 @@ func TestAUnaryCallOfTwoMessagesGivesBothLendingsBack(t *testing.T) {
 	var mu sync.Mutex
 	var refs []bufpool.Ref
 	gs := grpc.NewServer(grpc.ForceServerCodecV2(recordingCodec{mu: &mu, refs: &refs}), grpc.WaitForHandlers(true))
-	gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.ChatService_ServiceDesc), &stubChat{})
+	gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.ChatService_ServiceDesc, nil), &stubChat{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go gs.Serve(ln)

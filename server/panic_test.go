@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/internal/codec"
 	"github.com/switchyard/switchyard/internal/testutil"
 	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/providers"
@@ -174,7 +175,7 @@ func TestADecoderThatPanicsEndsOnlyItsCall(t *testing.T) {
 	adm := &admissionStage{log: log, auth: authorizer{keys: Keys{Master: "sk-master"}}}
 	unary, _ := interceptors(chain{log: log, m: metrics.New(), tracer: tracing.Noop().Tracer(tracing.Name), adm: adm, drain: newDrainer()})
 	var create grpc.MethodDesc
-	for _, m := range decodeErrorsAsInvalidArgument(&pb.ChatService_ServiceDesc).Methods {
+	for _, m := range decodeErrorsAsInvalidArgument(&pb.ChatService_ServiceDesc, log).Methods {
 		if m.MethodName == "CreateChatCompletion" {
 			create = m
 		}
@@ -210,4 +211,40 @@ func TestDecodeSafely(t *testing.T) {
 		want := fmt.Errorf("bad body")
 		require.Equal(t, want, decodeSafely(log, "decoding", func() error { return want }))
 	})
+}
+
+// A request whose decoding panicked is not admitted as the half-decoded thing
+// it is (no model of it reported), and a caller refused before the handler (a
+// bad key) still leaves the panic logged.
+func TestADecoderPanicIsNeverLost(t *testing.T) {
+	cases := []struct {
+		name, key string
+		want      codes.Code
+	}{
+		{"a good key: Internal, through the chain", "sk-master", codes.Internal},
+		{"a bad key: Unauthenticated, the panic still logged", "sk-wrong", codes.Unauthenticated},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := &testutil.LogBuffer{}
+			log := slog.New(slog.NewJSONHandler(logs, nil))
+			var create grpc.MethodDesc
+			for _, m := range decodeErrorsAsInvalidArgument(&pb.ChatService_ServiceDesc, log).Methods {
+				if m.MethodName == "CreateChatCompletion" {
+					create = m
+				}
+			}
+			adm := &admissionStage{log: log, auth: authorizer{keys: Keys{Master: "sk-master"}}}
+			unary, _ := interceptors(chain{log: log, m: metrics.New(), tracer: tracing.Noop().Tracer(tracing.Name), adm: adm, drain: newDrainer()})
+			ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(mdAuthorization, "Bearer "+tc.key))
+			ctx = grpc.NewContextWithServerTransportStream(ctx, &headerSink{})
+			_, err := create.Handler(pb.UnimplementedChatServiceServer{}, ctx, func(v any) error {
+				v.(*codec.Capture).Msg.(*pb.ChatCompletionRequest).Model = "half-decoded"
+				panic("decoder bug")
+			}, unary)
+			require.Equal(t, tc.want, status.Code(err))
+			require.Contains(t, logs.String(), `decoder bug (while decoding a request)`)
+			require.NotContains(t, logs.String(), "half-decoded", "no model of a half-decoded request is reported")
+		})
+	}
 }

@@ -162,10 +162,10 @@ func New(cfg Config) (*Server, error) {
 	admin := &adminService{log: cfg.Log, router: cfg.Router, failover: cfg.Failover,
 		persist: cfg.PersistVirtualModels, providers: cfg.Providers, breakers: cfg.Breakers, keys: cfg.VirtualKeys, ledger: cfg.Ledger}
 	register := func(gs *grpc.Server) {
-		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.ChatService_ServiceDesc), chat)
-		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.ModelService_ServiceDesc), models)
-		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.EmbeddingService_ServiceDesc), embed)
-		gs.RegisterService(decodeErrorsAsInvalidArgument(&adminpb.AdminService_ServiceDesc), admin)
+		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.ChatService_ServiceDesc, cfg.Log), chat)
+		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.ModelService_ServiceDesc, cfg.Log), models)
+		gs.RegisterService(decodeErrorsAsInvalidArgument(&pb.EmbeddingService_ServiceDesc, cfg.Log), embed)
+		gs.RegisterService(decodeErrorsAsInvalidArgument(&adminpb.AdminService_ServiceDesc, cfg.Log), admin)
 	}
 	// Both servers: the chain; protobuf as always, encoded by generated code instead
 	// of reflection (measured: see README); write buffers shared between connections.
