@@ -2,13 +2,12 @@ package router
 
 import (
 	"context"
-	"fmt"
 	"runtime"
-	"runtime/debug"
 	"sync"
 	"time"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/internal/panics"
 )
 
 // Outcomes of a hedge decision (the outcome label of switchyard_hedges_total).
@@ -77,18 +76,7 @@ type racer[T any] struct {
 	// request's once both sides have returned, where the request's recovery
 	// answers Internal: a provider's bug in a hedged call ends that call, not the
 	// process.
-	panicked *attemptPanic
-}
-
-// attemptPanic is a panic carried from an attempt's goroutine: its value and
-// the stack it was raised on (the request's recovery logs its own).
-type attemptPanic struct {
-	value any
-	stack []byte
-}
-
-func (p *attemptPanic) String() string {
-	return fmt.Sprintf("%v (in a hedged attempt's goroutine)\n%s", p.value, p.stack)
+	panicked *panics.Carried
 }
 
 // hedge runs the chain's first target and, if it has produced nothing within
@@ -113,7 +101,7 @@ func hedge[T any](r *Router, ctx context.Context, c *chain, first int, call Call
 			res := racer[T]{i: i}
 			defer func() {
 				if p := recover(); p != nil {
-					res.panicked = &attemptPanic{value: p, stack: debug.Stack()}
+					res.panicked = panics.Carry(p, "running a hedged attempt in its own goroutine")
 				}
 				// actx carries the lending of the buffer a long body lies in
 				// (bufpool.With): it stays reachable until the attempt is over, even

@@ -2,9 +2,7 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"runtime/debug"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/switchyard/switchyard/internal/bufpool"
 	"github.com/switchyard/switchyard/internal/codec"
+	"github.com/switchyard/switchyard/internal/panics"
 )
 
 // decodeErrorsAsInvalidArgument registers desc's methods so that a request message
@@ -37,7 +36,7 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc, log *slog.Logger) *gr
 	for i, m := range desc.Methods {
 		handler := m.Handler
 		m.Handler = func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
-			var decodeErr error // a *carriedPanic too: decoding panicked
+			var decodeErr error // a *panics.Carried too: decoding panicked
 			var ref bufpool.Ref
 			var method settling
 			receiveInto := func(v any) (err error) {
@@ -48,7 +47,7 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc, log *slog.Logger) *gr
 				// logged with its stack and answered Internal.
 				defer func() {
 					if p := recover(); p != nil {
-						decodeErr, err = &carriedPanic{value: p, where: "decoding a request", stack: debug.Stack()}, nil
+						decodeErr, err = panics.Carry(p, "decoding a request"), nil
 					}
 				}()
 				ref, err = receive(dec, v, true)
@@ -59,13 +58,13 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc, log *slog.Logger) *gr
 			}
 			chained := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 				ctx = bufpool.With(ctx, ref) // as it is for the zero Ref
-				p, panicked := decodeErr.(*carriedPanic)
+				p, panicked := decodeErr.(*panics.Carried)
 				if panicked {
 					req = nil // half decoded: no model of it is admitted or reported
 				}
 				inner := func(ctx context.Context, req any) (resp any, err error) {
 					if panicked {
-						p.raised = true
+						decodeErr = nil // raised: the chain answers for it
 						panic(p)
 					}
 					if decodeErr != nil {
@@ -81,7 +80,7 @@ func decodeErrorsAsInvalidArgument(desc *grpc.ServiceDesc, log *slog.Logger) *gr
 					return inner(ctx, req)
 				}
 				resp, err := ic(ctx, req, info, inner)
-				if panicked && !p.raised { // refused before the handler (a bad key): still logged
+				if panicked && decodeErr != nil { // refused before the handler (a bad key): still logged
 					_ = recovered(log, info.FullMethod, p)
 				}
 				return resp, err
@@ -163,23 +162,6 @@ func decodeSafely(log *slog.Logger, what string, decode func() error) (err error
 	}()
 	return decode()
 }
-
-// carriedPanic is a panic recovered where nothing answers for it, carried to
-// where the chain does and raised again there: its value, what panicked and
-// the stack it was raised on (the recovery logs its own too).
-type carriedPanic struct {
-	value  any
-	where  string
-	stack  []byte
-	raised bool // raised where a recovery answers for it
-}
-
-func (p *carriedPanic) String() string {
-	return fmt.Sprintf("%v (while %s)\n%s", p.value, p.where, p.stack)
-}
-
-// Error lets it be carried where an error is (it is raised, never answered).
-func (p *carriedPanic) Error() string { return p.String() }
 
 // invalidMessage is a request message that did not decode.
 type invalidMessage struct{ err error }

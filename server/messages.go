@@ -162,12 +162,9 @@ func (s messagesService) create(ctx context.Context, req messageRequest) ([]byte
 	if err != nil {
 		return nil, toStatus(s.log, err)
 	}
-	var msg struct {
-		Usage anthropicjson.Usage `json:"usage"`
-	}
-	if json.Unmarshal(resp, &msg) == nil {
-		rep.tokensIn, rep.tokensOut = inputTokens(msg.Usage), msg.Usage.OutputTokens
-		rep.anthropicUsage(msg.Usage)
+	if u, ok := messageUsage(resp); ok {
+		rep.tokensIn, rep.tokensOut = inputTokens(u), u.OutputTokens
+		rep.anthropicUsage(u)
 	}
 	return resp, nil
 }
@@ -191,17 +188,23 @@ func fromCompletion(t router.Target, c *pb.ChatCompletion, model string) ([]byte
 	return b, nil
 }
 
-// messageTokens is what an Anthropic message says it used, prompt and output
-// (0 when it does not say).
-func messageTokens(answer any) int {
-	b, _ := answer.([]byte)
+// messageUsage reads an Anthropic message's usage.
+func messageUsage(b []byte) (anthropicjson.Usage, bool) {
 	var msg struct {
 		Usage anthropicjson.Usage `json:"usage"`
 	}
 	if len(b) == 0 || json.Unmarshal(b, &msg) != nil {
-		return 0
+		return anthropicjson.Usage{}, false
 	}
-	return inputTokens(msg.Usage) + msg.Usage.OutputTokens
+	return msg.Usage, true
+}
+
+// messageTokens is what an Anthropic message says it used, prompt and output
+// (0 when it does not say).
+func messageTokens(answer any) int {
+	b, _ := answer.([]byte)
+	u, _ := messageUsage(b)
+	return inputTokens(u) + u.OutputTokens
 }
 
 // inputTokens is the whole prompt: Anthropic counts cached tokens apart.

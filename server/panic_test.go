@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/internal/codec"
 	"github.com/switchyard/switchyard/internal/testutil"
+	"github.com/switchyard/switchyard/keys"
 	"github.com/switchyard/switchyard/metrics"
 	"github.com/switchyard/switchyard/providers"
 	"github.com/switchyard/switchyard/router"
@@ -134,6 +136,9 @@ func TestAPanickingProviderEndsOnlyItsCall(t *testing.T) {
 			line := logLine(t, r, "request", "code", "Internal")
 			require.Equal(t, "vm", line["model"])
 			require.Contains(t, r.logs.String(), `"msg":"panic in handler"`)
+			if tc.hedge { // raised again in the request's goroutine, saying where it began
+				require.Contains(t, r.logs.String(), `bug (while running a hedged attempt in its own goroutine)`)
+			}
 			r.srv.drain.mu.Lock()
 			tracked := len(r.srv.drain.cancels)
 			r.srv.drain.mu.Unlock()
@@ -247,4 +252,20 @@ func TestADecoderPanicIsNeverLost(t *testing.T) {
 			require.NotContains(t, logs.String(), "half-decoded", "no model of a half-decoded request is reported")
 		})
 	}
+}
+
+// A virtual key's request metrics count a panicked call as the Internal (5xx)
+// it is answered with, not as the 200 its unset error would say.
+func TestAPanickedCallCountsAsA5xxForItsKey(t *testing.T) {
+	reg, s := newKeys(t, nil, keys.Spec{Name: "one", Models: []string{"*"}})
+	m := metrics.New()
+	log := slog.New(slog.DiscardHandler)
+	adm := &admissionStage{log: log, auth: authorizer{keys: Keys{Master: "sk-master"}, virtual: reg}, keyM: metrics.NewKeyMetrics(m)}
+	unary, _ := interceptors(chain{log: log, m: m, tracer: tracing.Noop().Tracer(tracing.Name), adm: adm, drain: newDrainer()})
+	err := callWith(unary, s[0], func(context.Context, any) (any, error) { panic("handler bug") })
+	require.Equal(t, codes.Internal, status.Code(err))
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	require.Regexp(t, `switchyard_key_requests_total\{key="[^"]+",status_class="5xx"\} 1`, rec.Body.String())
+	require.NotContains(t, rec.Body.String(), `status_class="2xx"`)
 }

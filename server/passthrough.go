@@ -26,9 +26,10 @@ import (
 // every inference call (auth with the master key, request id, log line, metrics,
 // drain), the provider account's own limits (providers.X.limits: a call at the
 // limit is a 429 with no upstream call), and the provider's guard: its breaker
-// refuses while open and counts the answers; idempotent requests (GET, HEAD, OPTIONS, PUT, DELETE, or any request
-// with an Idempotency-Key) are retried as the provider's retry policy says, a POST
-// or PATCH without Idempotency-Key gets exactly one attempt. There is no failover:
+// refuses while open and counts the answers; idempotent requests (GET, HEAD,
+// OPTIONS, PUT, DELETE, or any request with an Idempotency-Key) are retried as
+// the provider's retry policy says, a POST or PATCH without Idempotency-Key gets
+// exactly one attempt. There is no failover:
 // no other target is equivalent for an arbitrary path.
 
 // passthroughMethod names passthrough calls to the chain: the inference key
@@ -97,9 +98,9 @@ func (s *passthroughService) serve(ctx context.Context, w http.ResponseWriter, r
 	_ = grpc.SetHeader(ctx, metadata.Pairs(mdTarget, name))
 	out := &http.Request{Method: r.Method, Header: forwardHeaders(r.Header),
 		URL: &url.URL{Path: path.Path, RawPath: path.RawPath, RawQuery: r.URL.RawQuery}}
-	a := providers.Attempt{RequestID: requestID(ctx), IdempotencyKey: validIdempotencyKey(r.Header.Get("Idempotency-Key"))}
-	call := router.Call{RequestID: a.RequestID, IdempotencyKey: a.IdempotencyKey, Trace: &rep.trace, Op: "passthrough"}
-	resp, err := forward(ctx, s.router, name, fw, call, out, body, retriable(r.Method, a.IdempotencyKey != ""))
+	call := router.Call{RequestID: requestID(ctx), IdempotencyKey: validIdempotencyKey(r.Header.Get("Idempotency-Key")),
+		Trace: &rep.trace, Op: "passthrough"}
+	resp, err := forward(ctx, s.router, name, fw, call, out, body, retriable(r.Method, call.IdempotencyKey != ""))
 	if resp == nil {
 		return toStatus(s.log, err)
 	}

@@ -53,7 +53,7 @@ func (c *Client) open(ctx context.Context, body []byte, a *providers.Attempt) (*
 		New: func(ctx context.Context) (*http.Request, error) {
 			return c.newRequest(ctx, http.MethodPost, messagesPath, body, a)
 		},
-		Do: c.http.Do, TransportError: c.transportError, StatusError: c.statusError,
+		Do: c.http.Do, TransportError: c.transportError, StatusError: c.parseError,
 		FirstToken: c.cfg.FirstTokenTimeout,
 	})
 	if err == nil {
@@ -66,11 +66,6 @@ func (c *Client) open(ctx context.Context, body []byte, a *providers.Attempt) (*
 // not (see sse.Conn.Started).
 func (c *Client) started(conn *sse.Conn, deadline sse.Deadline, err error) error {
 	return conn.Started(deadline, err, c.timeouts(), c.cfg.StreamIdleTimeout)
-}
-
-// statusError is parseError as sse.Request names a non-2xx answer.
-func (c *Client) statusError(status int, h http.Header, body []byte) error {
-	return c.parseError(status, h, body)
 }
 
 // Stream sends a streaming chat completion translated to a Messages request and

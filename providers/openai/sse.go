@@ -23,7 +23,7 @@ func (c *Client) Stream(ctx context.Context, req *providers.Request) (providers.
 		New: func(ctx context.Context) (*http.Request, error) {
 			return c.newRequest(ctx, http.MethodPost, c.endpoint(req.Model, "chat/completions"), c.upstreamBody(req, true), req)
 		},
-		Do: c.http.Do, TransportError: c.transportError, StatusError: c.statusError,
+		Do: c.http.Do, TransportError: c.transportError, StatusError: c.parseError,
 		FirstToken: c.cfg.FirstTokenTimeout,
 	})
 	if err != nil {
@@ -34,11 +34,6 @@ func (c *Client) Stream(ctx context.Context, req *providers.Request) (providers.
 		return nil, err
 	}
 	return s, nil
-}
-
-// statusError is parseError as sse.Request names a non-2xx answer.
-func (c *Client) statusError(status int, h http.Header, body []byte) error {
-	return c.parseError(status, h, body)
 }
 
 // newStream reads conn as a stream of n choices of model.

@@ -21,7 +21,7 @@ type Request struct {
 	// so it runs before the context is cancelled.
 	TransportError func(ctx context.Context, err error) error
 	// StatusError names a non-2xx answer from its first providers.MaxErrorBytes.
-	StatusError func(status int, h http.Header, body []byte) error
+	StatusError func(status int, h http.Header, body []byte) *providers.Error
 	// FirstToken bounds the wait for the first content, headers included (0: none).
 	FirstToken time.Duration
 }
