@@ -273,3 +273,46 @@ func TestPassthroughCountsAgainstTheAccountLimits(t *testing.T) {
 	require.NotEmpty(t, resp.Header.Get("Retry-After"))
 	require.Equal(t, int32(2), up.count.Load(), "the refused call reached no upstream")
 }
+
+// The account's max_concurrency holds a passthrough call while its answer is
+// relayed, not only until the answer's headers: a long download or event
+// stream is a call in flight on the account until its last byte.
+func TestPassthroughHoldsItsConcurrencyUntilTheAnswerEnds(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	up := newRawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		if strings.HasSuffix(r.URL.Path, "/slow") {
+			<-release
+		}
+		_, _ = io.WriteString(w, "data: last\n\n")
+	})
+	var unblock sync.Once
+	t.Cleanup(func() { unblock.Do(func() { close(release) }) }) // before the upstream's Close, which waits
+	g := startPassthrough(t, up, "", "    limits: {max_concurrency: 1}\n")
+
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(g.base, "/v1")+"/p/raw/slow", http.NoBody)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer sk-master")
+	slow, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer slow.Body.Close()
+	require.Equal(t, http.StatusOK, slow.StatusCode)
+	first := make([]byte, len("data: first\n\n"))
+	_, err = io.ReadFull(slow.Body, first)
+	require.NoError(t, err, "the answer began")
+
+	resp, body := pass(t, g, http.MethodGet, "raw/fast", "", nil)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "a call while the first is relayed: %s", body)
+	require.Contains(t, body, `"code":"rate_limit_exceeded"`)
+	require.Equal(t, int32(1), up.count.Load(), "the refused call reached no upstream")
+
+	unblock.Do(func() { close(release) })
+	rest, err := io.ReadAll(slow.Body)
+	require.NoError(t, err)
+	require.Equal(t, "data: last\n\n", string(rest))
+	resp, body = pass(t, g, http.MethodGet, "raw/fast", "", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the slot came back when the answer ended: %s", body)
+}

@@ -27,45 +27,65 @@ func Unary[T any](r *Router, ctx context.Context, model string, call Call,
 // whatever the retry policy says (a request that must not be sent twice). There
 // is no chain to fail over along, and its answers stay out of request health
 // (an arbitrary path's error status says nothing of the provider's models). Its
-// answer comes back with its error, as do gives them.
+// answer comes back with its error, as do gives them, and with the room the
+// target's limits gave the call, held until the caller ends it (Held.End,
+// always called: an answer's body is still being read after Direct returns).
 func Direct[T any](r *Router, ctx context.Context, provider string, call Call, once bool,
-	do func(ctx context.Context, t Target, a providers.Attempt) (T, error)) (T, error) {
+	do func(ctx context.Context, t Target, a providers.Attempt) (T, error)) (T, Held, error) {
 	t, ok := r.targets[provider]
 	if !ok {
 		var zero T
-		return zero, fmt.Errorf("%w: %q", ErrUnknownProvider, provider)
+		return zero, Held{}, fmt.Errorf("%w: %q", ErrUnknownProvider, provider)
 	}
 	route := Route{Provider: provider}
-	return unaryTry(r, call, once, do)(ctx, route, t, newAttempt(call, route, 0))
+	resp, g, err := tryTarget(r, ctx, call, once, do, route, t, newAttempt(call, route, 0))
+	return resp, Held{g}, err
 }
 
+// Held is the room a target's limits gave a Direct call (its max_concurrency
+// slot), until End gives it back. The zero Held holds nothing.
+type Held struct{ g grant }
+
+// End gives the room back; the call's estimate of its tokens stands.
+func (h Held) End() { h.g.end(0) }
+
 // unaryTry is one target's part of a non-stream call: its limits, then its
-// guard's attempts (one when once), each a span and an attempt's metrics.
+// guard's attempts (one when once), each a span and an attempt's metrics. The
+// limits' room is given back with the tokens the answer says it used.
 func unaryTry[T any](r *Router, call Call, once bool, do func(ctx context.Context, t Target, a providers.Attempt) (T, error)) attempt[T] {
 	return func(ctx context.Context, route Route, t Target, a providers.Attempt) (T, error) {
-		var resp T
-		g, err := r.admit(ctx, t, a, call)
-		if err != nil {
-			return resp, err
-		}
-		defer g.endOnPanic()
-		try := func(ctx context.Context, n int) error {
-			began := time.Now()
-			ctx, span := r.startAttempt(ctx, route, n, call.Op, false)
-			var err error
-			resp, err = do(ctx, t, a)
-			endAttempt(span, resp, err)
-			r.attemptDone(route, n, err, call, began)
-			return err
-		}
-		if once {
-			err = t.Guard.CallOnce(ctx, a.Model, try)
-		} else {
-			err = t.Guard.Call(ctx, a.Model, try)
-		}
+		resp, g, err := tryTarget(r, ctx, call, once, do, route, t, a)
 		g.end(call.usedTokens(resp))
 		return resp, err
 	}
+}
+
+// tryTarget admits one call on t (its limits) and runs its guard's attempts,
+// returning the room it was given for the caller to end (a panic ends it here).
+func tryTarget[T any](r *Router, ctx context.Context, call Call, once bool,
+	do func(ctx context.Context, t Target, a providers.Attempt) (T, error),
+	route Route, t Target, a providers.Attempt) (T, grant, error) {
+	var resp T
+	g, err := r.admit(ctx, t, a, call)
+	if err != nil {
+		return resp, grant{}, err
+	}
+	defer g.endOnPanic()
+	try := func(ctx context.Context, n int) error {
+		began := time.Now()
+		ctx, span := r.startAttempt(ctx, route, n, call.Op, false)
+		var err error
+		resp, err = do(ctx, t, a)
+		endAttempt(span, resp, err)
+		r.attemptDone(route, n, err, call, began)
+		return err
+	}
+	if once {
+		err = t.Guard.CallOnce(ctx, a.Model, try)
+	} else {
+		err = t.Guard.Call(ctx, a.Model, try)
+	}
+	return resp, g, err
 }
 
 // Streaming opens a stream of any endpoint kind. open must return once the first

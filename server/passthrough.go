@@ -100,7 +100,8 @@ func (s *passthroughService) serve(ctx context.Context, w http.ResponseWriter, r
 		URL: &url.URL{Path: path.Path, RawPath: path.RawPath, RawQuery: r.URL.RawQuery}}
 	call := router.Call{RequestID: requestID(ctx), IdempotencyKey: validIdempotencyKey(r.Header.Get("Idempotency-Key")),
 		Trace: &rep.trace, Op: "passthrough"}
-	resp, err := forward(ctx, s.router, name, fw, call, out, body, retriable(r.Method, call.IdempotencyKey != ""))
+	resp, held, err := forward(ctx, s.router, name, fw, call, out, body, retriable(r.Method, call.IdempotencyKey != ""))
+	defer held.End() // the account's max_concurrency holds the call until its answer is relayed
 	if resp == nil {
 		return toStatus(s.log, err)
 	}
@@ -182,11 +183,12 @@ func (s *passthroughService) copyBody(ctx context.Context, w http.ResponseWriter
 // answer to relay: a success, or the last error status once retries are spent.
 // A nil answer comes with the error that left none (an open breaker, a target
 // at its limits, no answer at all). A call that must not be repeated gets one
-// attempt, counted by the breaker like any other.
+// attempt, counted by the breaker like any other. held is the room the
+// account's limits gave the call, for the caller to end once the answer is read.
 func forward(ctx context.Context, r *router.Router, provider string, fw providers.Passthrough, call router.Call,
-	out *http.Request, body []byte, retry bool) (*http.Response, error) {
+	out *http.Request, body []byte, retry bool) (*http.Response, router.Held, error) {
 	var resp *http.Response
-	_, err := router.Direct(r, ctx, provider, call, !retry, func(ctx context.Context, _ router.Target, a providers.Attempt) (*http.Response, error) {
+	_, held, err := router.Direct(r, ctx, provider, call, !retry, func(ctx context.Context, _ router.Target, a providers.Attempt) (*http.Response, error) {
 		if resp != nil {
 			resp.Body.Close() // a retried answer is dropped
 			resp = nil
@@ -205,9 +207,9 @@ func forward(ctx context.Context, r *router.Router, provider string, fw provider
 		return got, answerOutcome(provider, got)
 	})
 	if resp != nil {
-		return resp, nil
+		return resp, held, nil
 	}
-	return nil, err
+	return nil, held, err
 }
 
 // answerOutcome is how an answer counts to the guard: an error status is an
