@@ -2,10 +2,12 @@ package keys
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -281,4 +283,48 @@ func TestAnOlderReloadNeverHidesANewKey(t *testing.T) {
 	require.NoError(t, got.err)
 	_, err = r.Authenticate(got.secret)
 	require.NoError(t, err, "the older read was not stored last")
+}
+
+// failingList is a Memory store whose List fails once armed: a change is
+// stored, then the reload after it cannot read.
+type failingList struct {
+	*Memory
+	fail atomic.Bool
+}
+
+func (f *failingList) List(ctx context.Context) ([]Key, error) {
+	if f.fail.Load() {
+		return nil, errors.New("store unreachable")
+	}
+	return f.Memory.List(ctx)
+}
+
+// TestAStoredChangeStandsWhenTheReloadFails: once a change is stored it is made;
+// a reload that fails after it is the reload's error (reported), not the
+// change's: Create gives the secret, which exists nowhere else, and an admin
+// retrying an "error" would make a second key.
+func TestAStoredChangeStandsWhenTheReloadFails(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := &failingList{Memory: NewMemoryStore()}
+	var reported atomic.Int32
+	r, err := NewRegistry(ctx, st, nil, func(error) { reported.Add(1) })
+	require.NoError(t, err)
+	t.Cleanup(r.Close)
+	st.fail.Store(true)
+	k, secret, err := r.Create(ctx, Spec{Name: "svc", Models: []string{"*"}})
+	require.NoError(t, err)
+	require.NotEmpty(t, secret)
+	_, err = r.Update(ctx, k.ID, func(s *Spec) error { s.Name = "renamed"; return nil })
+	require.NoError(t, err)
+	_, err = r.Revoke(ctx, k.ID)
+	require.NoError(t, err)
+	require.Positive(t, reported.Load(), "the failed reloads were reported")
+	st.fail.Store(false)
+	require.NoError(t, r.Reload(ctx))
+	_, err = r.Authenticate(secret)
+	require.ErrorIs(t, err, ErrRevoked, "the key was made, renamed and revoked")
+	got, err := r.Get(k.ID)
+	require.NoError(t, err)
+	require.Equal(t, "renamed", got.Name)
 }

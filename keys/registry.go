@@ -122,7 +122,10 @@ func (r *Registry) List() []Key {
 }
 
 // Create makes a key from spec and returns it with its secret, which is not kept
-// anywhere: it cannot be shown again.
+// anywhere: it cannot be shown again. Once the key is stored it is created,
+// whatever follows: a failed reload of this replica's index is reported
+// (onReloadError) and caught up by the store's next notice, never a reason to
+// lose the secret.
 func (r *Registry) Create(ctx context.Context, spec Spec) (Key, string, error) {
 	now := r.clock.Now().UTC()
 	if err := spec.Validate(now); err != nil {
@@ -136,7 +139,17 @@ func (r *Registry) Create(ctx context.Context, spec Spec) (Key, string, error) {
 	if err := r.store.Put(ctx, k); err != nil {
 		return Key{}, "", err
 	}
-	return k, secret, r.Reload(ctx)
+	r.reloadAfterChange(ctx)
+	return k, secret, nil
+}
+
+// reloadAfterChange reads a change just stored into the index; a failure is the
+// reload's, not the change's (the change stands, and the store's next notice or
+// resync reloads).
+func (r *Registry) reloadAfterChange(ctx context.Context) {
+	if err := r.Reload(ctx); err != nil && r.onErr != nil {
+		r.onErr(err)
+	}
 }
 
 func (k *Key) apply(s Spec) {
@@ -150,37 +163,38 @@ func SpecOf(k Key) Spec {
 		BudgetUSD: k.BudgetUSD, BudgetPeriod: k.BudgetPeriod}
 }
 
-// Update changes key id: edit receives its current spec and changes it. A
-// revoked key cannot be changed.
+// Update changes key id: edit receives its current spec, as stored, and changes
+// it (it may run more than once: see Store.Change). A revoked key cannot be
+// changed, whichever replica revoked it.
 func (r *Registry) Update(ctx context.Context, id string, edit func(*Spec) error) (Key, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k, err := r.Get(id)
+	now := r.clock.Now().UTC()
+	k, err := r.store.Change(ctx, id, func(k *Key) error {
+		if !k.RevokedAt.IsZero() {
+			return ErrRevoked
+		}
+		spec := SpecOf(*k)
+		if err := edit(&spec); err != nil {
+			return err
+		}
+		check := spec
+		if spec.ExpiresAt.Equal(k.ExpiresAt) {
+			check.ExpiresAt = time.Time{} // an unchanged expiry that has passed is no reason to refuse other changes
+		}
+		if err := check.Validate(now); err != nil {
+			return err
+		}
+		spec.Name = check.Name
+		k.apply(spec)
+		k.UpdatedAt = now
+		return nil
+	})
 	if err != nil {
 		return Key{}, err
 	}
-	if !k.RevokedAt.IsZero() {
-		return Key{}, ErrRevoked
-	}
-	spec := SpecOf(k)
-	if err := edit(&spec); err != nil {
-		return Key{}, err
-	}
-	now := r.clock.Now().UTC()
-	check := spec
-	if spec.ExpiresAt.Equal(k.ExpiresAt) {
-		check.ExpiresAt = time.Time{} // an unchanged expiry that has passed is no reason to refuse other changes
-	}
-	if err := check.Validate(now); err != nil {
-		return Key{}, err
-	}
-	spec.Name = check.Name
-	k.apply(spec)
-	k.UpdatedAt = now
-	if err := r.store.Put(ctx, k); err != nil {
-		return Key{}, err
-	}
-	return k, r.Reload(ctx)
+	r.reloadAfterChange(ctx)
+	return k, nil
 }
 
 // Revoke revokes key id at once; the key stays listed, marked revoked. Revoking
@@ -188,17 +202,16 @@ func (r *Registry) Update(ctx context.Context, id string, edit func(*Spec) error
 func (r *Registry) Revoke(ctx context.Context, id string) (Key, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k, err := r.Get(id)
+	now := r.clock.Now().UTC()
+	k, err := r.store.Change(ctx, id, func(k *Key) error {
+		if k.RevokedAt.IsZero() {
+			k.RevokedAt, k.UpdatedAt = now, now
+		}
+		return nil
+	})
 	if err != nil {
 		return Key{}, err
 	}
-	if !k.RevokedAt.IsZero() {
-		return k, nil
-	}
-	k.RevokedAt = r.clock.Now().UTC()
-	k.UpdatedAt = k.RevokedAt
-	if err := r.store.Put(ctx, k); err != nil {
-		return Key{}, err
-	}
-	return k, r.Reload(ctx)
+	r.reloadAfterChange(ctx)
+	return k, nil
 }

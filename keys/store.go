@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"go.yaml.in/yaml/v3"
@@ -19,6 +20,12 @@ type Store interface {
 	List(ctx context.Context) ([]Key, error)
 	// Put creates or replaces the key with k.ID.
 	Put(ctx context.Context, k Key) error
+	// Change reads the stored key with id, lets edit change it and stores the
+	// result, as one step: a change made meanwhile elsewhere (another replica's
+	// revocation) is seen by edit or makes the step start again with the new
+	// record, never written over. edit may run more than once. ErrNotFound if no
+	// key has id; edit's error comes back as it is, with nothing stored.
+	Change(ctx context.Context, id string, edit func(*Key) error) (Key, error)
 	// Delete removes the key with id (ErrNotFound if none).
 	Delete(ctx context.Context, id string) error
 	// Subscribe calls changed whenever the stored keys may have changed: after a
@@ -94,6 +101,26 @@ func (f *File) Put(_ context.Context, k Key) error {
 	}
 	f.notify()
 	return nil
+}
+
+// Change implements Store.
+func (f *File) Change(_ context.Context, id string, edit func(*Key) error) (Key, error) {
+	var out Key
+	if err := f.change(func(ks []Key) ([]Key, error) {
+		i := slices.IndexFunc(ks, func(k Key) bool { return k.ID == id })
+		if i < 0 {
+			return nil, ErrNotFound
+		}
+		if err := edit(&ks[i]); err != nil {
+			return nil, err
+		}
+		out = ks[i]
+		return ks, nil
+	}); err != nil {
+		return Key{}, err
+	}
+	f.notify()
+	return out, nil
 }
 
 // Delete implements Store.
@@ -184,6 +211,26 @@ func (m *Memory) Put(_ context.Context, k Key) error {
 	m.mu.Unlock()
 	m.notify()
 	return nil
+}
+
+// Change implements Store.
+func (m *Memory) Change(_ context.Context, id string, edit func(*Key) error) (Key, error) {
+	m.mu.Lock()
+	i := slices.IndexFunc(m.keys, func(k Key) bool { return k.ID == id })
+	if i < 0 {
+		m.mu.Unlock()
+		return Key{}, ErrNotFound
+	}
+	k := m.keys[i]
+	k.Models = slices.Clone(k.Models)
+	if err := edit(&k); err != nil {
+		m.mu.Unlock()
+		return Key{}, err
+	}
+	m.keys[i] = k
+	m.mu.Unlock()
+	m.notify()
+	return k, nil
 }
 
 // Delete implements Store.

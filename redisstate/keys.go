@@ -3,6 +3,8 @@ package redisstate
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sort"
 	"sync"
 
@@ -70,6 +72,65 @@ func (k *Keys) Put(ctx context.Context, key keys.Key) error {
 	}
 	return k.write(ctx, func(ctx context.Context, p redis.Pipeliner) { p.HSet(ctx, k.hash(), key.ID, raw) })
 }
+
+// Change implements keys.Store: the record is read under WATCH and written in
+// a transaction, so a write by another replica in between (a revocation) makes
+// the transaction fail and the step start again from the new record.
+func (k *Keys) Change(ctx context.Context, id string, edit func(*keys.Key) error) (keys.Key, error) {
+	var out keys.Key
+	var refused error // edit's own refusal, or no such key: Redis answered
+	err := k.c.call(ctx, "save", func(ctx context.Context) error {
+		for range maxChangeTries {
+			refused = nil
+			err := k.c.rdb.Watch(ctx, func(tx *redis.Tx) error {
+				raw, err := tx.HGet(ctx, k.hash(), id).Bytes()
+				if errors.Is(err, redis.Nil) {
+					refused = keys.ErrNotFound
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				var key keys.Key
+				if err := json.Unmarshal(raw, &key); err != nil {
+					return fmt.Errorf("stored key %s: %w", id, err)
+				}
+				if refused = edit(&key); refused != nil {
+					return nil
+				}
+				if raw, err = json.Marshal(key); err != nil {
+					refused = err
+					return nil
+				}
+				_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.HSet(ctx, k.hash(), id, raw)
+					k.c.publish(ctx, p, TopicKeys)
+					return nil
+				})
+				out = key
+				return err
+			}, k.hash())
+			if !errors.Is(err, redis.TxFailedErr) {
+				return err
+			}
+		}
+		return errContended
+	})
+	if err != nil {
+		return keys.Key{}, &UnavailableError{What: "key", Err: err}
+	}
+	if refused != nil {
+		return keys.Key{}, refused
+	}
+	k.notify()
+	return out, nil
+}
+
+// maxChangeTries bounds the restarts of a change whose record others keep
+// changing under it.
+const maxChangeTries = 16
+
+var errContended = errors.New("the record kept changing under the write")
 
 // Delete implements keys.Store.
 func (k *Keys) Delete(ctx context.Context, id string) error {

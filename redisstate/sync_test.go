@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard/switchyard/config"
@@ -283,4 +285,80 @@ func TestApplyNeverUndoesALocalChange(t *testing.T) {
 	cancel()
 	<-done
 	<-k
+}
+
+// A replica whose index has not yet heard another's change (the notice still on
+// its way, or its subscription down until the resync) changes the key as Redis
+// holds it, not as it last heard of it: a revocation made elsewhere is never
+// undone, and two replicas changing different fields both keep theirs.
+func TestAKeyChangeOnAStaleReplicaKeepsTheOthers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// stale is a registry on the same Redis that follows no notices: its index
+	// is what it read last.
+	stale := func(t *testing.T, s *redistest.Server) *keys.Registry {
+		c, err := Open(Config{URL: s.URL(), Prefix: "t:" + t.Name() + ":"})
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		reg, err := keys.NewRegistry(ctx, NewKeys(c), nil, nil)
+		require.NoError(t, err)
+		t.Cleanup(reg.Close)
+		return reg
+	}
+	t.Run("a revocation stands", func(t *testing.T) {
+		s := redistest.New(t)
+		a, b := newReplica(t, s, time.Hour), stale(t, s)
+		k, secret, err := a.keys.Create(ctx, keys.Spec{Name: "svc", Models: []string{"*"}})
+		require.NoError(t, err)
+		require.NoError(t, b.Reload(ctx))
+		_, err = a.keys.Revoke(ctx, k.ID)
+		require.NoError(t, err)
+		_, err = b.Update(ctx, k.ID, func(sp *keys.Spec) error { sp.Name = "renamed"; return nil })
+		require.ErrorIs(t, err, keys.ErrRevoked, "the stale replica's change is refused as Redis holds the key")
+		require.NoError(t, a.keys.Reload(ctx))
+		_, err = a.keys.Authenticate(secret)
+		require.ErrorIs(t, err, keys.ErrRevoked)
+		got, err := a.keys.Get(k.ID)
+		require.NoError(t, err)
+		require.Equal(t, "svc", got.Name)
+	})
+	t.Run("both fields are kept", func(t *testing.T) {
+		s := redistest.New(t)
+		a, b := newReplica(t, s, time.Hour), stale(t, s)
+		k, _, err := a.keys.Create(ctx, keys.Spec{Name: "svc", Models: []string{"*"}})
+		require.NoError(t, err)
+		require.NoError(t, b.Reload(ctx))
+		_, err = a.keys.Update(ctx, k.ID, func(sp *keys.Spec) error { sp.Name = "renamed"; return nil })
+		require.NoError(t, err)
+		got, err := b.Update(ctx, k.ID, func(sp *keys.Spec) error { sp.Limits.RPM = 7; return nil })
+		require.NoError(t, err)
+		require.Equal(t, "renamed", got.Name, "the other replica's rename")
+		require.Equal(t, 7, got.Limits.RPM)
+	})
+	t.Run("racing changes all land", func(t *testing.T) {
+		s := redistest.New(t)
+		a, b := newReplica(t, s, time.Hour), stale(t, s)
+		k, _, err := a.keys.Create(ctx, keys.Spec{Name: "svc", Models: []string{"*"}})
+		require.NoError(t, err)
+		require.NoError(t, b.Reload(ctx))
+		var wg sync.WaitGroup
+		for i := range 20 {
+			reg := a.keys
+			if i%2 == 1 {
+				reg = b
+			}
+			wg.Go(func() {
+				_, err := reg.Update(ctx, k.ID, func(sp *keys.Spec) error {
+					sp.Models = append(sp.Models, fmt.Sprintf("m%d", i))
+					return nil
+				})
+				assert.NoError(t, err)
+			})
+		}
+		wg.Wait()
+		require.NoError(t, a.keys.Reload(ctx))
+		got, err := a.keys.Get(k.ID)
+		require.NoError(t, err)
+		require.Len(t, got.Models, 21, "no change wrote over another: %v", got.Models)
+	})
 }
