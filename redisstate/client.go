@@ -129,11 +129,17 @@ func (c *Client) key(parts ...string) string { return c.cfg.Prefix + strings.Joi
 
 // call bounds one Redis call by the timeout and records its outcome.
 func (c *Client) call(ctx context.Context, op string, f func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	cctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	err := f(ctx)
+	err := f(cctx)
 	if errors.Is(err, redis.Nil) {
 		err = nil
+	}
+	if err != nil && ctx.Err() != nil {
+		// The caller's own context ended (it left, or its deadline, perhaps a
+		// gRPC client's short grpc-timeout, passed): that says nothing of
+		// Redis. Only the call's own timeout or an error of Redis's is an outage.
+		return err
 	}
 	c.health.record(op, err)
 	return err

@@ -250,3 +250,39 @@ func TestAReleaseDuringAnOutageIsRetried(t *testing.T) {
 		return true
 	}, 5*time.Second, 50*time.Millisecond, "the slot came back with Redis")
 }
+
+// A caller whose own context ends during a Redis call (it left, or its deadline
+// passed: a gRPC client's short grpc-timeout) is not a Redis outage: the
+// replica stays up and the next caller is decided by Redis, not refused by the
+// on_error policy.
+func TestACallersOwnDeadlineIsNotAnOutage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		ended func() context.Context
+	}{
+		{"deadline passed", func() context.Context {
+			ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+			t.Cleanup(cancel)
+			return ctx
+		}},
+		{"caller left", func() context.Context {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := redistest.New(t)
+			c := open(t, s, Deny)
+			l := limits.New(NewLimits(c), nil)
+			lim := limits.Limits{RPM: 1000, MaxConcurrency: 10}
+			_, err := l.Admit(tc.ended(), "key:a", lim, 0)
+			require.Error(t, err)
+			require.True(t, c.Up(), "the caller's context is not Redis's health")
+			g, err := l.Admit(context.Background(), "key:b", lim, 0)
+			require.NoError(t, err, "the next caller is decided by Redis, not by on_error: deny")
+			require.NoError(t, g.Done(0))
+		})
+	}
+}
