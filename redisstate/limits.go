@@ -24,8 +24,13 @@ const LeaseTTL = 15 * time.Minute
 // admitScript checks and charges rpm, tpm and max_concurrency of one subject
 // atomically, in one round trip. Instants are microseconds since the epoch (Lua
 // numbers are doubles: nanoseconds would lose precision), from Redis's own clock
-// so that every replica shares one; the limits' state expires once it is full
-// again, and concurrency leases after LeaseTTL.
+// so that every replica shares one. A unit's interval is a fraction of a
+// microsecond above 60M a minute (a tpm of 150M: 0.4 µs), so theoretical
+// arrival times keep their fractions (stored as %.17g, the double exactly, to a
+// quarter microsecond at today's epoch): rounded to whole microseconds, every
+// limit above 60M was 60M. The limits' state expires once it is full again (a
+// state with nothing charged is not kept at all), and concurrency leases after
+// LeaseTTL.
 //
 // KEYS[1] hash {r = rpm TAT, t = tpm TAT}; KEYS[2] sorted set lease -> expiry.
 // ARGV rpm, tpm, max_concurrency, tokens, now (empty: Redis's clock), lease, lease ttl (µs).
@@ -48,7 +53,7 @@ local allowed, limit, retry = 1, '', 0
 for i = 1, 2 do
   local n = limits[i]
   if n > 0 then
-    local iv = math.max(period / n, 1)
+    local iv = period / n
     local c = math.min(costs[i], n)
     local base = math.max(tats[i], now)
     local nxt = base + c * iv
@@ -68,10 +73,13 @@ if allowed == 1 and conc > 0 then
   end
 end
 if allowed == 1 then
-  nexts[1] = math.floor(nexts[1]); nexts[2] = math.floor(nexts[2])
-  redis.call('HSET', KEYS[1], 'r', string.format('%.0f', nexts[1]), 't', string.format('%.0f', nexts[2]))
   local keep = math.max(nexts[1], nexts[2]) - now
-  if keep > 0 then redis.call('PEXPIRE', KEYS[1], math.ceil(keep / 1000) + 1000) end
+  if keep > 0 then
+    redis.call('HSET', KEYS[1], 'r', string.format('%.17g', nexts[1]), 't', string.format('%.17g', nexts[2]))
+    redis.call('PEXPIRE', KEYS[1], math.ceil(keep / 1000) + 1000)
+  else
+    redis.call('DEL', KEYS[1]) -- nothing charged beyond now: the same as no state
+  end
   if conc > 0 then
     local ttl = tonumber(ARGV[7])
     redis.call('ZADD', KEYS[2], string.format('%.0f', now + ttl), ARGV[6])
@@ -84,7 +92,7 @@ local out = {allowed, limit, math.ceil(retry), now}
 for i = 1, 2 do
   local n = limits[i]
   if n > 0 then
-    local iv = math.max(period / n, 1)
+    local iv = period / n
     local used = math.max(nexts[i] - now, 0)
     out[#out + 1] = math.floor((period - math.min(used, period)) / iv)
     out[#out + 1] = math.ceil(used)
@@ -108,11 +116,10 @@ end
 if ARGV[6] ~= '' then redis.call('ZREM', KEYS[2], ARGV[6]) end
 local period = 60000000
 local function adjust(field, n, d)
-  local iv = math.max(period / n, 1)
+  local iv = period / n
   local tat = tonumber(redis.call('HGET', KEYS[1], field)) or 0
   if d > 0 then tat = math.max(tat, now) + d * iv else tat = tat + d * iv end
-  tat = math.floor(tat)
-  redis.call('HSET', KEYS[1], field, string.format('%.0f', tat))
+  redis.call('HSET', KEYS[1], field, string.format('%.17g', tat))
   return tat
 end
 local r = tonumber(redis.call('HGET', KEYS[1], 'r')) or 0

@@ -59,6 +59,10 @@ func TestRedisLimitsAgreeWithMemory(t *testing.T) {
 		{"rpm a full period later", limits.Limits{RPM: 10}, 0, time.Minute},
 		{"tpm weights", limits.Limits{TPM: 1000}, 300, 20 * time.Second},
 		{"rpm and tpm", limits.Limits{RPM: 5, TPM: 1000}, 150, 15 * time.Second},
+		// Above 60M a minute a unit takes less than a microsecond: 0.4 µs at
+		// 150M (an OpenAI tier-5 account), 0.06 µs at 1G.
+		{"tpm above 60M", limits.Limits{TPM: 150_000_000}, 10_000_000, 20 * time.Second},
+		{"tpm of 1G", limits.Limits{TPM: 1_000_000_000}, 100_000_000, 12 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -283,6 +287,40 @@ func TestACallersOwnDeadlineIsNotAnOutage(t *testing.T) {
 			g, err := l.Admit(context.Background(), "key:b", lim, 0)
 			require.NoError(t, err, "the next caller is decided by Redis, not by on_error: deny")
 			require.NoError(t, g.Done(0))
+		})
+	}
+}
+
+// TestALimitsStateExpiresOnItsOwn: whatever a subject's limits, every key the
+// admission writes expires by itself, so a replica that dies mid-call (no
+// release) leaves nothing in Redis for good.
+func TestALimitsStateExpiresOnItsOwn(t *testing.T) {
+	t.Parallel()
+	s := redistest.New(t)
+	for _, tc := range []struct {
+		name   string
+		lim    limits.Limits
+		tokens int
+	}{
+		{"concurrency only", limits.Limits{MaxConcurrency: 2}, 100},
+		{"tpm, a call of no tokens", limits.Limits{TPM: 1000}, 0},
+		{"rpm and concurrency", limits.Limits{RPM: 10, MaxConcurrency: 2}, 0},
+		{"all three", limits.Limits{RPM: 10, TPM: 1000, MaxConcurrency: 2}, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := open(t, s, Allow)
+			l := limits.New(NewLimits(c), nil)
+			_, err := l.Admit(context.Background(), "key:a", tc.lim, tc.tokens) // never released
+			require.NoError(t, err)
+			ctx := context.Background()
+			stored, err := c.Redis().Keys(ctx, "t:"+t.Name()+":*").Result()
+			require.NoError(t, err)
+			for _, k := range stored {
+				ttl, err := c.Redis().PTTL(ctx, k).Result()
+				require.NoError(t, err)
+				require.Positive(t, ttl, "%s has no expiry", k)
+			}
 		})
 	}
 }
