@@ -16,10 +16,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/switchyard/switchyard/limits"
+	"github.com/switchyard/switchyard/usage"
 )
 
 // SecretPrefix starts every virtual key's secret.
@@ -163,8 +165,15 @@ func (s *Spec) Validate(now time.Time) error {
 	if !s.ExpiresAt.IsZero() && !s.ExpiresAt.After(now) {
 		return &InvalidError{"expires_at", "must be in the future"}
 	}
-	if s.BudgetUSD < 0 {
+	switch {
+	case math.IsNaN(s.BudgetUSD) || math.IsInf(s.BudgetUSD, 0):
+		return &InvalidError{"budget_usd", "must be a finite number of US dollars"}
+	case s.BudgetUSD < 0:
 		return &InvalidError{"budget_usd", "must not be negative"}
+	case s.BudgetPeriod != "" && s.BudgetPeriod != usage.PeriodDay && s.BudgetPeriod != usage.PeriodMonth:
+		return &InvalidError{"budget_period", fmt.Sprintf(`%q is not a budget period: "day" or "month" (UTC)`, s.BudgetPeriod)}
+	case s.BudgetUSD > 0 && s.BudgetPeriod == "":
+		return &InvalidError{"budget_period", `a budget needs its period: "day" or "month" (UTC)`}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package keys
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,6 +70,13 @@ func TestSpecValidate(t *testing.T) {
 		{"past expiry", Spec{Name: "svc", Models: []string{"*"}, ExpiresAt: now}, "expires_at"},
 		{"future expiry", Spec{Name: "svc", Models: []string{"*"}, ExpiresAt: now.Add(time.Second)}, ""},
 		{"negative budget", Spec{Name: "svc", Models: []string{"*"}, BudgetUSD: -1}, "budget_usd"},
+		{"NaN budget", Spec{Name: "svc", Models: []string{"*"}, BudgetUSD: math.NaN(), BudgetPeriod: "day"}, "budget_usd"},
+		{"infinite budget", Spec{Name: "svc", Models: []string{"*"}, BudgetUSD: math.Inf(1), BudgetPeriod: "day"}, "budget_usd"},
+		{"unknown period", Spec{Name: "svc", Models: []string{"*"}, BudgetUSD: 10, BudgetPeriod: "monthly"}, "budget_period"},
+		{"period without a budget", Spec{Name: "svc", Models: []string{"*"}, BudgetPeriod: "week"}, "budget_period"},
+		{"budget without a period", Spec{Name: "svc", Models: []string{"*"}, BudgetUSD: 10}, "budget_period"},
+		{"daily budget", Spec{Name: "svc", Models: []string{"*"}, BudgetUSD: 10, BudgetPeriod: "day"}, ""},
+		{"monthly budget", Spec{Name: "svc", Models: []string{"*"}, BudgetUSD: 0.5, BudgetPeriod: "month"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
