@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	adminpb "github.com/switchyard/switchyard/gen/switchyard/admin/v1"
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
@@ -193,7 +194,7 @@ func TestVirtualModelsPersistAcrossRestart(t *testing.T) {
 	g := startWith(t, up, keysYAML+"  data_dir: "+dir+"\n")
 	_, err := adminpb.NewAdminServiceClient(g.conn).UpsertVirtualModel(withKey("sk-admin"), &adminpb.UpsertVirtualModelRequest{
 		VirtualModel: &adminpb.VirtualModel{Source: "kept", Strategy: "round_robin",
-			Targets: []*adminpb.VirtualModelTarget{{Model: "up/gpt-4o"}, {Model: "up/gpt-4o-mini", Weight: 2}}}})
+			Targets: []*adminpb.VirtualModelTarget{{Model: "up/gpt-4o"}, {Model: "up/gpt-4o-mini", Weight: proto.Int32(2)}}}})
 	require.NoError(t, err)
 	require.NoError(t, g.app.Shutdown(context.Background()))
 
@@ -250,4 +251,27 @@ func TestAdminChangesUnderLiveTraffic(t *testing.T) {
 	list, err := admin.ListVirtualModels(withKey("sk-admin"), &adminpb.ListVirtualModelsRequest{})
 	require.NoError(t, err)
 	require.Len(t, list.GetVirtualModels(), 4)
+}
+
+// A weight of 0 sent through the admin API is 0, as in the config file: a
+// target the weighted strategy never picks first (a backup), shown back as 0;
+// before, it was taken for "unset" and became 1, half the traffic.
+func TestAZeroWeightThroughTheAdminAPIIsABackup(t *testing.T) {
+	t.Parallel()
+	g := start(t, keysYAML)
+	code, body := adminREST(t, g, http.MethodPut, "/admin/v1/virtual_models",
+		`{"virtual_model":{"source":"weighted","strategy":"weighted","targets":[{"model":"up/gpt-4o","weight":1},{"model":"up/gpt-4o-mini","weight":0}]}}`)
+	require.Equal(t, http.StatusOK, code, "%v", body)
+	got, err := adminpb.NewAdminServiceClient(g.conn).GetVirtualModel(withKey("sk-admin"), &adminpb.GetVirtualModelRequest{Source: "weighted"})
+	require.NoError(t, err)
+	targets := got.GetVirtualModel().GetTargets()
+	require.Len(t, targets, 2)
+	require.Equal(t, int32(1), targets[0].GetWeight())
+	require.NotNil(t, targets[1].Weight, "shown back")
+	require.Equal(t, int32(0), targets[1].GetWeight())
+	for i := range 20 {
+		resp := post(t, g.base+"/chat/completions", strings.Replace(chatBody, "up/gpt-4o", "weighted", 1)+`}`, "Authorization", "Bearer sk-master")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Equal(t, "up/gpt-4o", resp.Header.Get("X-Switchyard-Target"), "call %d", i)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -189,7 +190,7 @@ func virtualModelOf(vm router.VirtualModel) *adminpb.VirtualModel {
 		if t.Weight != nil {
 			w = int32(*t.Weight)
 		}
-		out.Targets = append(out.Targets, &adminpb.VirtualModelTarget{Model: t.Model, Weight: w})
+		out.Targets = append(out.Targets, &adminpb.VirtualModelTarget{Model: t.Model, Weight: &w})
 	}
 	if f := spec.Failover; f != nil {
 		if f.RetryOnStatuses == nil && f.RetryOnErrors == nil && f.MaxAttempts == nil && f.Enabled != nil {
@@ -241,7 +242,7 @@ func specOf(in *adminpb.VirtualModel) (config.VirtualModel, error) {
 	}
 	for _, t := range in.GetTargets() {
 		tgt := config.Target{Model: t.GetModel()}
-		if t.GetWeight() != 0 {
+		if t.Weight != nil { // 0 given is 0 (a backup), as in the config file
 			w := int(t.GetWeight())
 			tgt.Weight = &w
 		}
@@ -279,13 +280,22 @@ func failoverOf(v *structpb.Value) (*config.Failover, error) {
 				}
 				f.Enabled = &b.BoolValue
 			case "retry_on_statuses":
+				items, err := listOf("virtual_model.failover.retry_on_statuses", val)
+				if err != nil {
+					return nil, err
+				}
 				l := config.StatusList{}
-				for _, item := range val.GetListValue().GetValues() {
+				for i, item := range items {
 					switch x := item.GetKind().(type) {
 					case *structpb.Value_NumberValue:
-						l = append(l, fmt.Sprint(int(x.NumberValue)))
+						if x.NumberValue != math.Trunc(x.NumberValue) {
+							return nil, invalidRequest(fmt.Sprintf("virtual_model.failover.retry_on_statuses[%d]", i), "a status is a whole number")
+						}
+						l = append(l, strconv.FormatFloat(x.NumberValue, 'f', -1, 64))
 					case *structpb.Value_StringValue:
 						l = append(l, x.StringValue)
+					default:
+						return nil, invalidRequest(fmt.Sprintf("virtual_model.failover.retry_on_statuses[%d]", i), `expected a status (429) or a class ("5xx")`)
 					}
 				}
 				if _, err := resilience.ParseStatusSet(l); err != nil {
@@ -293,14 +303,28 @@ func failoverOf(v *structpb.Value) (*config.Failover, error) {
 				}
 				f.RetryOnStatuses = &l
 			case "retry_on_errors":
-				for _, item := range val.GetListValue().GetValues() {
-					f.RetryOnErrors = append(f.RetryOnErrors, item.GetStringValue())
+				items, err := listOf("virtual_model.failover.retry_on_errors", val)
+				if err != nil {
+					return nil, err
+				}
+				for i, item := range items {
+					x, ok := item.GetKind().(*structpb.Value_StringValue)
+					if !ok {
+						return nil, invalidRequest(fmt.Sprintf("virtual_model.failover.retry_on_errors[%d]", i), "expected a string")
+					}
+					f.RetryOnErrors = append(f.RetryOnErrors, x.StringValue)
 				}
 			case "max_attempts":
-				n := int(val.GetNumberValue())
-				if n < 0 {
+				x, ok := val.GetKind().(*structpb.Value_NumberValue)
+				switch {
+				case !ok:
+					return nil, invalidRequest("virtual_model.failover.max_attempts", "expected a number")
+				case x.NumberValue != math.Trunc(x.NumberValue) || x.NumberValue > math.MaxInt32:
+					return nil, invalidRequest("virtual_model.failover.max_attempts", "expected a whole number")
+				case x.NumberValue < 0:
 					return nil, invalidRequest("virtual_model.failover.max_attempts", "must not be negative")
 				}
+				n := int(x.NumberValue)
 				f.MaxAttempts = &n
 			default:
 				return nil, invalidRequest("virtual_model.failover."+key, "unknown field (want enabled, retry_on_statuses, retry_on_errors, max_attempts)")
@@ -309,4 +333,13 @@ func failoverOf(v *structpb.Value) (*config.Failover, error) {
 		return f, nil
 	}
 	return nil, invalidRequest("virtual_model.failover", "expected true, false or a block")
+}
+
+// listOf is a failover member that must be a list.
+func listOf(param string, v *structpb.Value) ([]*structpb.Value, error) {
+	l, ok := v.GetKind().(*structpb.Value_ListValue)
+	if !ok {
+		return nil, invalidRequest(param, "expected a list")
+	}
+	return l.ListValue.GetValues(), nil
 }

@@ -17,7 +17,7 @@ import (
 func TestMarshalerAdminIsProtoJSON(t *testing.T) {
 	t.Parallel()
 	vm := &adminpb.VirtualModel{Source: "up/gpt-4o", Strategy: "failover",
-		Targets: []*adminpb.VirtualModelTarget{{Model: "backup/gpt-4o-mini", Weight: 1}}, Failover: structpb.NewBoolValue(true)}
+		Targets: []*adminpb.VirtualModelTarget{{Model: "backup/gpt-4o-mini", Weight: proto.Int32(1)}}, Failover: structpb.NewBoolValue(true)}
 	cases := []struct {
 		name string
 		msg  proto.Message

@@ -524,8 +524,9 @@ type VirtualModelTarget struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// "provider/model".
 	Model string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
-	// Weight for the weighted strategy (default 1).
-	Weight        int32 `protobuf:"varint,2,opt,name=weight,proto3" json:"weight,omitempty"`
+	// Weight for the weighted strategy: unset is 1; 0 is a backup never picked
+	// first (as in the config file).
+	Weight        *int32 `protobuf:"varint,2,opt,name=weight,proto3,oneof" json:"weight,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -568,8 +569,8 @@ func (x *VirtualModelTarget) GetModel() string {
 }
 
 func (x *VirtualModelTarget) GetWeight() int32 {
-	if x != nil {
-		return x.Weight
+	if x != nil && x.Weight != nil {
+		return *x.Weight
 	}
 	return 0
 }
@@ -3028,10 +3029,11 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x1a\n" +
 	"\bduration\x18\x03 \x01(\tR\bduration\"M\n" +
 	"\x13TripBreakerResponse\x126\n" +
-	"\abreaker\x18\x01 \x01(\v2\x1c.switchyard.admin.v1.BreakerR\abreaker\"B\n" +
+	"\abreaker\x18\x01 \x01(\v2\x1c.switchyard.admin.v1.BreakerR\abreaker\"R\n" +
 	"\x12VirtualModelTarget\x12\x14\n" +
-	"\x05model\x18\x01 \x01(\tR\x05model\x12\x16\n" +
-	"\x06weight\x18\x02 \x01(\x05R\x06weight\"\xc1\x02\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\x12\x1b\n" +
+	"\x06weight\x18\x02 \x01(\x05H\x00R\x06weight\x88\x01\x01B\t\n" +
+	"\a_weight\"\xc1\x02\n" +
 	"\fVirtualModel\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12\x1a\n" +
 	"\bstrategy\x18\x02 \x01(\tR\bstrategy\x12A\n" +
@@ -3401,6 +3403,7 @@ func file_switchyard_admin_v1_admin_proto_init() {
 	if File_switchyard_admin_v1_admin_proto != nil {
 		return
 	}
+	file_switchyard_admin_v1_admin_proto_msgTypes[7].OneofWrappers = []any{}
 	file_switchyard_admin_v1_admin_proto_msgTypes[28].OneofWrappers = []any{}
 	file_switchyard_admin_v1_admin_proto_msgTypes[37].OneofWrappers = []any{}
 	file_switchyard_admin_v1_admin_proto_msgTypes[38].OneofWrappers = []any{}

@@ -257,11 +257,12 @@ export declare type VirtualModelTarget = Message<"switchyard.admin.v1.VirtualMod
   model: string;
 
   /**
-   * Weight for the weighted strategy (default 1).
+   * Weight for the weighted strategy: unset is 1; 0 is a backup never picked
+   * first (as in the config file).
    *
-   * @generated from field: int32 weight = 2;
+   * @generated from field: optional int32 weight = 2;
    */
-  weight: number;
+  weight?: number | undefined;
 };
 
 /**
