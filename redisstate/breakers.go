@@ -1,6 +1,7 @@
 package redisstate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchyard/switchyard/resilience"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -57,31 +59,42 @@ func (b *Breakers) Trip(ctx context.Context, provider, model string, d time.Dura
 		d = br.Snapshot().Settings.Timeout
 	}
 	now := time.Now()
-	return b.record(ctx, provider, model, breakerAction{Trip: true, At: now.UnixMilli(), Until: now.Add(d).UnixMilli()})
+	return b.record(ctx, br, breakerAction{Trip: true, At: now.UnixMilli(), Until: now.Add(d).UnixMilli()})
 }
 
 // Reset records an admin reset of provider's (model's) breaker for every replica.
 func (b *Breakers) Reset(ctx context.Context, provider, model string) error {
-	if _, err := b.rt.Breaker(provider, model, false); err != nil {
+	br, err := b.rt.Breaker(provider, model, false)
+	if err != nil {
 		return err
 	}
-	return b.record(ctx, provider, model, breakerAction{At: time.Now().UnixMilli()})
+	return b.record(ctx, br, breakerAction{At: time.Now().UnixMilli()})
 }
 
-func (b *Breakers) record(ctx context.Context, provider, model string, a breakerAction) error {
-	field := breakerField(provider, model)
+// recordScript numbers an action and stores it under its breaker in one step,
+// so that a later number is never stored before an earlier one (two admins
+// acting on one breaker at once from two replicas).
+// KEYS[1] the sequence, KEYS[2] the hash; ARGV[1] the field, ARGV[2] the
+// action's JSON after its opening brace, ARGV[3] and ARGV[4] the change
+// notice's channel and topic. Returns the action's number.
+var recordScript = redis.NewScript(`
+local seq = redis.call('INCR', KEYS[1])
+redis.call('HSET', KEYS[2], ARGV[1], '{"seq":' .. seq .. ',' .. ARGV[2])
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return seq
+`)
+
+// record stores an action under br's own name: with provider scope every
+// model names the provider's one breaker, and must not be a field of its own
+// (a trip named with a model and a reset without would be two actions).
+func (b *Breakers) record(ctx context.Context, br *resilience.Breaker, a breakerAction) error {
+	field := breakerField(br.Name())
+	raw, _ := json.Marshal(a) // {"seq":0,...}: the script writes the number
+	rest := raw[bytes.IndexByte(raw, ',')+1:]
 	err := b.c.call(ctx, "save", func(ctx context.Context) error {
-		seq, err := b.c.rdb.Incr(ctx, b.c.key("breakers", "seq")).Result()
-		if err != nil {
-			return err
-		}
-		a.Seq = seq
-		raw, _ := json.Marshal(a)
-		_, err = b.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.HSet(ctx, b.hash(), field, raw)
-			b.c.publish(ctx, p, TopicBreakers)
-			return nil
-		})
+		var err error
+		a.Seq, err = recordScript.Run(ctx, b.c.rdb, []string{b.c.key("breakers", "seq"), b.hash()},
+			field, rest, b.c.channel(), TopicBreakers).Int64()
 		return err
 	})
 	if err != nil {

@@ -160,6 +160,32 @@ func TestAdminBreakerTripsAndResetsReachEveryReplica(t *testing.T) {
 	require.ErrorIs(t, r1.brk.Trip(ctx, "nope", "", 0), router.ErrUnknownProvider, "nothing stored for an unknown provider")
 }
 
+// With provider scope every model names the provider's one breaker: a trip
+// named with a model and a reset named without are two actions on one breaker,
+// stored as one, so that a replica starting later does not open the breaker an
+// admin closed (stored under two names, it applied the older trip).
+func TestABreakersActionsAreStoredUnderItsOwnName(t *testing.T) {
+	t.Parallel()
+	s := redistest.New(t)
+	ctx := context.Background()
+	r1 := newReplica(t, s, time.Hour)
+	require.NoError(t, r1.brk.Trip(ctx, "a", "sim-1", time.Minute))
+	_, err := r1.rt.TripBreaker("a", "sim-1", time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, r1.brk.Reset(ctx, "a", ""))
+	_, err = r1.rt.ResetBreaker("a", "")
+	require.NoError(t, err)
+	r2 := newReplica(t, s, time.Hour)
+	for _, r := range []*replica{r1, r2} {
+		for _, e := range r.rt.Breakers() {
+			require.Equal(t, resilience.Closed, e.State, "%s/%s", e.Provider, e.Model)
+		}
+	}
+	stored, err := r1.c.Redis().HKeys(ctx, "t:"+t.Name()+":breakers").Result()
+	require.NoError(t, err)
+	require.Equal(t, []string{"a/"}, stored)
+}
+
 // TestKeysReachEveryReplica: a key made on one replica authenticates on the
 // other within a second; revoked there, it is refused on the first.
 func TestKeysReachEveryReplica(t *testing.T) {

@@ -45,6 +45,10 @@ func (s State) String() string {
 	return [...]string{"closed", "half-open", "open"}[s]
 }
 
+// Name is the breaker's provider and, for a model-scoped breaker, its model
+// (empty with provider scope: every model of the provider shares it).
+func (b *Breaker) Name() (provider, model string) { return b.provider, b.model }
+
 // Breaker is one circuit breaker. It is safe for concurrent use.
 type Breaker struct {
 	settings BreakerSettings
