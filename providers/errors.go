@@ -83,7 +83,7 @@ func (e *Error) RetryDelay() time.Duration { return e.RetryAfter }
 
 // OutOfService reports an upstream that refused Switchyard's own credentials: a
 // breaker failure of that target (resilience.OutOfServiceOutcome).
-func (e *Error) OutOfService() bool { return e.Kind == KindUpstreamAuth }
+func (e *Error) OutOfService() bool { return e.Kind == KindUpstreamAuth || e.Kind == KindUnexpectedStatus }
 
 // Kinds of failures hidden behind a success.
 const (
@@ -93,6 +93,9 @@ const (
 	KindUnreadable  = "unreadable"
 	// KindUpstreamAuth: the upstream refused Switchyard's own credentials (401/403).
 	KindUpstreamAuth = "upstream_auth"
+	// KindUnexpectedStatus: the upstream answered a status that is neither a
+	// success nor an error (a redirect, 1xx, above 599).
+	KindUnexpectedStatus = "unexpected_status"
 )
 
 // Kinds of incomplete streams.

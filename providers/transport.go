@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -74,6 +75,38 @@ func Unreadable(provider, what string, err error) *Error {
 		Code: "upstream_unreadable", Err: err, Message: fmt.Sprintf("provider %s %s: %v", provider, what, err)}
 }
 
+// ErrorBody reads a non-2xx answer's body, up to MaxErrorBytes: an error's
+// message. An answer that is not an error (a 101's body is the connection
+// itself, open until the upstream closes it) is not read.
+func ErrorBody(resp *http.Response) ([]byte, error) {
+	if !IsErrorStatus(resp.StatusCode) {
+		return nil, nil
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, MaxErrorBytes))
+}
+
+// IsErrorStatus reports whether status is an error answer (4xx, 5xx); a
+// non-2xx status outside them is UnexpectedStatus.
+func IsErrorStatus(status int) bool { return status >= 400 && status <= 599 }
+
+// UnexpectedStatus rewrites an upstream answer whose status is neither a
+// success nor an error: a redirect (Switchyard follows none, so that neither a
+// provider's credentials nor a client's prompt go to another address), a 1xx
+// or a status above 599. The client sees 502 naming the provider and the
+// status, never the status itself (a 101 left a client waiting on a protocol
+// switch, a 304 had no body); the chain fails over, retries see the upstream's
+// status (not retried: the same address answers the same), and the target is
+// out of service until an operator fixes its base_url, like refused
+// credentials.
+func UnexpectedStatus(e *Error) {
+	e.Message = fmt.Sprintf("provider %s answered %s, which is neither an answer nor an error "+
+		"(Switchyard follows no redirects: check the provider's base_url)", e.Provider,
+		strings.TrimSpace(fmt.Sprint(e.Status, " ", http.StatusText(e.Status))))
+	e.Answered, e.Status = e.Status, http.StatusBadGateway
+	e.Type, e.Code, e.Param = "server_error", "upstream_unexpected_status", ""
+	e.Kind = KindUnexpectedStatus
+}
+
 // RefusedCredentials rewrites an upstream 401/403: it refused Switchyard's own
 // key, not the client's, so the client sees 502 naming the provider (an SDK must
 // not report its caller's key as invalid) and the chain fails over (the target is
@@ -108,8 +141,14 @@ func HTTPClient(connectTimeout, headerTimeout time.Duration, observe QuotaObserv
 		ResponseHeaderTimeout: headerTimeout,
 		Protocols:             p,
 	}
-	return &http.Client{Transport: ObserveQuota(tr, observe)}
+	return &http.Client{Transport: ObserveQuota(tr, observe), CheckRedirect: noRedirects}
 }
+
+// noRedirects makes a redirect the answer (UnexpectedStatus) instead of a
+// request to its Location: net/http would send the body there again, with the
+// provider's key headers (x-api-key, api-key) to any host and Authorization to
+// any port of the same one.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // dialBodies dials as d does, with TCP connections as bodyConns.
 func dialBodies(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {

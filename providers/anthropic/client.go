@@ -199,7 +199,7 @@ func (c *Client) roundTrip(ctx context.Context, hr *http.Request) ([]byte, error
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		body, err := io.ReadAll(io.LimitReader(resp.Body, providers.MaxErrorBytes))
+		body, err := providers.ErrorBody(resp)
 		if err != nil {
 			return nil, c.transportError(ctx, err)
 		}

@@ -30,10 +30,15 @@ func (c *Client) parseError(status int, h http.Header, body []byte) *providers.E
 			e.Message = "provider " + c.name + " returned " + strconv.Itoa(status) + " " + http.StatusText(status)
 		}
 	}
-	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		c.log.Error("the provider refused Switchyard's credentials: check its api_key", "provider", c.name,
 			"status", status, "error", c.secrets.String(e.Message))
 		providers.RefusedCredentials(e)
+	case !providers.IsErrorStatus(status):
+		c.log.Error("the provider answered a status that is neither an answer nor an error: check its base_url",
+			"provider", c.name, "status", status, "location", c.secrets.String(h.Get("Location")))
+		providers.UnexpectedStatus(e)
 	}
 	return c.secrets.Redact(e)
 }

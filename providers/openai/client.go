@@ -26,9 +26,6 @@ import (
 // providers.MaxResponseBytes).
 const MaxResponseBytes = providers.MaxResponseBytes
 
-// maxErrorBytes bounds what is read of an error status's body.
-const maxErrorBytes = providers.MaxErrorBytes
-
 // Config is what a Client needs.
 type Config struct {
 	// Name is the configured provider name.
@@ -233,7 +230,7 @@ func (c *Client) roundTrip(ctx context.Context, hr *http.Request) ([]byte, error
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
+		body, err := providers.ErrorBody(resp)
 		if err != nil {
 			return nil, c.transportError(ctx, err)
 		}

@@ -37,7 +37,7 @@ func (c *Client) Embed(ctx context.Context, a providers.Attempt, req *pb.CreateE
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		eb, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
+		eb, err := providers.ErrorBody(resp)
 		if err != nil {
 			return nil, c.transportError(ctx, err)
 		}

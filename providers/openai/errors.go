@@ -35,8 +35,11 @@ func (c *Client) parseError(status int, h http.Header, body []byte) *providers.E
 			e.Message = "provider " + c.name + " returned " + strconv.Itoa(status) + " " + http.StatusText(status)
 		}
 	}
-	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		c.authFailure(e)
+	case !providers.IsErrorStatus(status):
+		c.unexpectedStatus(e, h)
 	}
 	return c.redact(e)
 }
@@ -50,6 +53,14 @@ func (c *Client) authFailure(e *providers.Error) {
 	c.log.Error("the provider refused Switchyard's credentials: check its api_key", "provider", c.name,
 		"status", e.Status, "error", c.redactString(e.Message))
 	providers.RefusedCredentials(e)
+}
+
+// unexpectedStatus rewrites an answer that is neither a success nor an error
+// (providers.UnexpectedStatus), logged with where a redirect pointed.
+func (c *Client) unexpectedStatus(e *providers.Error, h http.Header) {
+	c.log.Error("the provider answered a status that is neither an answer nor an error: check its base_url",
+		"provider", c.name, "status", e.Status, "location", c.redactString(h.Get("Location")))
+	providers.UnexpectedStatus(e)
 }
 
 // fillError copies message, type, param and code from an error body into e. It

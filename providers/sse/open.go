@@ -2,7 +2,6 @@ package sse
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"time"
 
@@ -50,7 +49,7 @@ func Open(ctx context.Context, r Request) (*Conn, Deadline, error) {
 		return nil, Deadline{}, err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, providers.MaxErrorBytes))
+		body, _ := providers.ErrorBody(resp)
 		resp.Body.Close()
 		deadline.Stop()
 		cancel(nil)
