@@ -23,7 +23,7 @@ import (
 //     framed "event: TYPE\ndata: JSON\n\n" (message_start, content_block_start,
 //     ping, content_block_delta per word, content_block_stop, message_delta,
 //     message_stop);
-//   - POST /v1/messages/count_tokens: {"input_tokens": N};
+//   - POST /v1/messages/count_tokens: {"input_tokens": N} (or the Reply's Body);
 //   - GET /v1/models: Anthropic's pages ({"data":[...],"has_more","first_id",
 //     "last_id"}, after_id and limit honoured; see SetModelsPage).
 //
@@ -188,6 +188,10 @@ func (a *Anthropic) serveMessages(w http.ResponseWriter, r *http.Request, body [
 	}
 	if r.URL.Path == "/v1/messages/count_tokens" {
 		w.Header().Set("Content-Type", "application/json")
+		if rep.Body != "" {
+			_, _ = io.WriteString(w, rep.Body)
+			return
+		}
 		_, _ = io.WriteString(w, `{"input_tokens":14}`)
 		return
 	}

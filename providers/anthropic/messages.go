@@ -27,16 +27,19 @@ func (c *Client) native(a providers.Attempt, body []byte) ([]byte, error) {
 // Messages sends a /v1/messages body as it came (model rewritten) and returns the
 // upstream's answer as it came; an error body inside a 200 is the hidden error it is.
 func (c *Client) Messages(ctx context.Context, a providers.Attempt, body []byte) ([]byte, error) {
-	return c.sendNative(ctx, messagesPath, a, body)
+	return c.sendNative(ctx, messagesPath, a, body, anthropicjson.CheckMessage)
 }
 
 // CountTokens sends a /v1/messages/count_tokens body as it came (model
 // rewritten) and returns the upstream's answer ({"input_tokens": N}).
 func (c *Client) CountTokens(ctx context.Context, a providers.Attempt, body []byte) ([]byte, error) {
-	return c.sendNative(ctx, messagesPath+"/count_tokens", a, body)
+	return c.sendNative(ctx, messagesPath+"/count_tokens", a, body, anthropicjson.CheckTokenCount)
 }
 
-func (c *Client) sendNative(ctx context.Context, path string, a providers.Attempt, body []byte) ([]byte, error) {
+// sendNative posts a native body to path and returns the answer as it came,
+// once check (the endpoint's shape: a message, a token count) says it is one;
+// an error body inside a 200 is the hidden error it is.
+func (c *Client) sendNative(ctx context.Context, path string, a providers.Attempt, body []byte, check func([]byte) error) ([]byte, error) {
 	b, err := c.native(a, body)
 	if err != nil {
 		return nil, err
@@ -48,13 +51,11 @@ func (c *Client) sendNative(ctx context.Context, path string, a providers.Attemp
 	if typ, msg, ok := anthropicjson.ParseError(answer); ok {
 		return nil, c.hiddenError(&anthropicjson.APIError{Type: typ, Message: msg})
 	}
-	if !json.Valid(answer) {
-		return nil, c.unreadable("returned an unreadable response", errNotJSON)
+	if err := check(answer); err != nil {
+		return nil, c.unreadable("returned an unreadable response", err)
 	}
 	return answer, nil
 }
-
-var errNotJSON = fmt.Errorf("%w: not JSON", anthropicjson.ErrMalformed)
 
 // StreamMessages sends a streaming /v1/messages body as it came (model rewritten)
 // and returns the upstream's events once the first with content arrived (a text,

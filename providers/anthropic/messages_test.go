@@ -168,3 +168,49 @@ func TestBaseURLWithV1(t *testing.T) {
 		require.Equal(t, "/v1/messages", up.Requests()[0].Path, suffix)
 	}
 }
+
+// TestANativeAnswerMustBeWhatItsEndpointAnswers: a 200 relayed as it came is
+// still checked for its shape, a message or a token count: valid JSON that is
+// neither is the upstream's unreadable answer (502), never the client's success.
+func TestANativeAnswerMustBeWhatItsEndpointAnswers(t *testing.T) {
+	t.Parallel()
+	message := `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":0}}`
+	cases := []struct {
+		name, answer string
+		count, ok    bool
+	}{
+		{"a message", message, false, true},
+		{"an object that is no message", `{"foo":1}`, false, false},
+		{"an empty object", `{}`, false, false},
+		{"a list", `[]`, false, false},
+		{"a number", `123`, false, false},
+		{"a string", `"x"`, false, false},
+		{"a message without content", `{"type":"message","role":"assistant"}`, false, false},
+		{"a message with null content", `{"type":"message","content":null}`, false, false},
+		{"a message with text for content", `{"type":"message","content":"hi"}`, false, false},
+		{"a token count", `{"input_tokens":12}`, true, true},
+		{"a token count of a message", message, true, false},
+		{"a token count as a string", `{"input_tokens":"12"}`, true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			up := newFake(t)
+			c := newClient(t, up)
+			up.Script(fakeupstream.Reply{Body: tc.answer})
+			call := c.Messages
+			if tc.count {
+				call = c.CountTokens
+			}
+			got, err := call(ctx, providers.Attempt{Model: "m"}, []byte(`{"model":"m","max_tokens":1,"messages":[]}`))
+			if tc.ok {
+				require.NoError(t, err)
+				require.Equal(t, tc.answer, string(got))
+				return
+			}
+			pe := providerError(t, err)
+			require.Equal(t, 502, pe.Status)
+			require.Equal(t, "upstream_unreadable", pe.Code)
+		})
+	}
+}
