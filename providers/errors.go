@@ -83,7 +83,9 @@ func (e *Error) RetryDelay() time.Duration { return e.RetryAfter }
 
 // OutOfService reports an upstream that refused Switchyard's own credentials: a
 // breaker failure of that target (resilience.OutOfServiceOutcome).
-func (e *Error) OutOfService() bool { return e.Kind == KindUpstreamAuth || e.Kind == KindUnexpectedStatus }
+func (e *Error) OutOfService() bool {
+	return e.Kind == KindUpstreamAuth || e.Kind == KindUnexpectedStatus
+}
 
 // Kinds of failures hidden behind a success.
 const (
