@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
@@ -108,4 +110,40 @@ func paramOf(err error) string {
 		}
 	}
 	return ""
+}
+
+// A double JSON cannot carry (NaN, ±Infinity), sent by the generated client, is
+// the caller's InvalidArgument naming the member, on unary and stream calls;
+// nothing goes upstream (it would have gone with null in its place).
+func TestANaNFromTheGeneratedClientIsRefused(t *testing.T) {
+	t.Parallel()
+	g := start(t, "")
+	chat := pb.NewChatServiceClient(g.conn)
+	for _, tc := range []struct {
+		name  string
+		edit  func(*pb.ChatCompletionRequest)
+		param string
+	}{
+		{"temperature NaN", func(r *pb.ChatCompletionRequest) { r.Temperature = proto.Float64(math.NaN()) }, "temperature"},
+		{"top_p infinite", func(r *pb.ChatCompletionRequest) { r.TopP = proto.Float64(math.Inf(-1)) }, "top_p"},
+		{"a tool's schema", func(r *pb.ChatCompletionRequest) {
+			r.Tools = []*pb.Tool{{Type: "function", Function: &pb.FunctionDefinition{Name: "f",
+				Parameters: &structpb.Struct{Fields: map[string]*structpb.Value{"max": structpb.NewNumberValue(math.Inf(1))}}}}}
+		}, "tools[0].function.parameters.max"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := g.up.Count()
+			req := grpcReq()
+			tc.edit(req)
+			_, err := chat.CreateChatCompletion(context.Background(), req)
+			require.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+			require.Equal(t, tc.param, paramOf(err))
+			s, err := chat.StreamChatCompletion(context.Background(), req)
+			require.NoError(t, err)
+			_, err = s.Recv()
+			require.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+			require.Equal(t, tc.param, paramOf(err))
+			require.Equal(t, before, g.up.Count(), "nothing reached the upstream")
+		})
+	}
 }

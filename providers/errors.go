@@ -81,7 +81,8 @@ func (e *Error) FirstTokenTimeout() bool { return e.Timeout && e.FirstToken }
 // RetryDelay is the wait the upstream asked for.
 func (e *Error) RetryDelay() time.Duration { return e.RetryAfter }
 
-// OutOfService reports an upstream that refused Switchyard's own credentials: a
+// OutOfService reports an upstream that refused Switchyard's own credentials or
+// answered a status that is neither a success nor an error (a redirect): a
 // breaker failure of that target (resilience.OutOfServiceOutcome).
 func (e *Error) OutOfService() bool {
 	return e.Kind == KindUpstreamAuth || e.Kind == KindUnexpectedStatus

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"net/http"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -11,6 +13,7 @@ import (
 	"github.com/switchyard/switchyard/internal/bufpool"
 	"github.com/switchyard/switchyard/internal/codec"
 	"github.com/switchyard/switchyard/internal/panics"
+	"github.com/switchyard/switchyard/openaijson"
 )
 
 // decodeErrorsAsInvalidArgument registers desc's methods so that a request message
@@ -170,7 +173,13 @@ func (e invalidMessage) Error() string {
 	return "the request message could not be decoded: " + e.err.Error()
 }
 
-// GRPCStatus makes it InvalidArgument.
+// GRPCStatus makes it InvalidArgument, naming the member (param) when the
+// codec named one (a NaN in a double: openaijson.Error).
 func (e invalidMessage) GRPCStatus() *status.Status {
+	var oe *openaijson.Error
+	if errors.As(e.err, &oe) && oe.Param != "" {
+		return status.Convert(statusOf(apiError{httpStatus: http.StatusBadRequest, message: e.Error(),
+			errType: "invalid_request_error", param: oe.Param}))
+	}
 	return status.New(codes.InvalidArgument, e.Error())
 }

@@ -21,10 +21,12 @@
 // (BenchmarkLongHistoryToUpstreamJSON). Its meaning is protobuf-go's, which
 // FuzzUnmarshal holds it to, and its bytes the encoder's (FuzzTranscode).
 //
-// Two differences remain. On unmarshal, a message nested deeper than its JSON
+// Three differences remain. On unmarshal, a message nested deeper than its JSON
 // form may be on the REST surface (openaijson.MaxDepth levels) is refused with
 // ErrTooDeep, however it would be decoded: protobuf-go would take 10000 levels,
-// which the gateway would then have to re-encode and send upstream. On marshal,
+// which the gateway would then have to re-encode and send upstream. A double or
+// float that is NaN or ±Infinity is refused (an *openaijson.Error naming the
+// member): JSON has no such number, and the upstream would get null. On marshal,
 // unknown fields inside a google.protobuf.Struct, Value or ListValue (types that
 // never change, so only hand-made bytes carry them) are not written.
 package codec
@@ -178,7 +180,10 @@ func check(b []byte, md protoreflect.MessageDescriptor, depth, jsonDepth int) (f
 	wkt := md.ParentFile().Package() == "google.protobuf"
 	strict := entry || wkt
 	var seen uint8
+	whole := b
+	var key []byte // a map entry's key, for an error's path
 	for len(b) > 0 {
+		at := len(whole) - len(b)
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 || !num.IsValid() {
 			return false, nil
@@ -201,6 +206,11 @@ func check(b []byte, md protoreflect.MessageDescriptor, depth, jsonDepth int) (f
 			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
 				return false, nil
 			}
+			if fd != nil {
+				if f, _, bad := nonFinite(fd, typ, b[:n]); bad {
+					return false, nonFiniteError(md, fd, f, occurrences(whole, at, num))
+				}
+			}
 			b = b[n:]
 			continue
 		}
@@ -217,12 +227,22 @@ func check(b []byte, md protoreflect.MessageDescriptor, depth, jsonDepth int) (f
 			if !utf8.Valid(v) {
 				fast = false
 			}
+			if entry && num == 1 {
+				key = v
+			}
 		case protoreflect.MessageKind:
 			ok, err := check(v, fd.Message(), depth+1, jsonDepth+jsonLevels(fd, wkt))
 			if err != nil {
+				if oe, is := err.(*openaijson.Error); is {
+					addMember(oe, md, fd, occurrences(whole, at, num), string(key))
+				}
 				return false, err
 			}
 			fast = fast && ok
+		case protoreflect.DoubleKind, protoreflect.FloatKind: // packed
+			if f, i, bad := nonFinite(fd, typ, v); bad {
+				return false, nonFiniteError(md, fd, f, occurrences(whole, at, num)+i)
+			}
 		}
 	}
 	return fast, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -343,6 +344,8 @@ func FuzzUnmarshal(f *testing.F) {
 	f.Add(field(extraField(f), deepBytes(openaijson.MaxDepth-1)))
 	f.Add(field(extraField(f), deepBytes(openaijson.MaxDepth)))
 	f.Add(field(extraField(f), deepBytes(maxDepth+5)))
+	nan, _ := proto.Marshal(&pb.ChatCompletionRequest{Model: "m", Temperature: proto.Float64(math.NaN())})
+	f.Add(nan)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// The request (what the server decodes) and the response and chunk (what the
 		// Go client decodes).
@@ -356,6 +359,11 @@ func FuzzUnmarshal(f *testing.F) {
 			// the codec does not count, hence the one level of slack).
 			if wantErr == nil && errors.Is(err, ErrTooDeep) {
 				require.Greater(t, jsonDepth(openaijson.Marshal(want)), openaijson.MaxDepth, "%T", m)
+				continue
+			}
+			// The other: a double that is NaN or ±Infinity, which JSON cannot carry.
+			if oe := (*openaijson.Error)(nil); wantErr == nil && errors.As(err, &oe) && strings.Contains(oe.Msg, "JSON can carry") {
+				require.True(t, hasNonFinite(want.ProtoReflect()), "%T: %v", m, err)
 				continue
 			}
 			if wantErr == nil {
@@ -559,4 +567,85 @@ func unmarshalAs(data mem.BufferSlice, m any) error {
 		req.Messages, req.MessagesJson = msgs, nil
 	}
 	return nil
+}
+
+// TestANumberJSONCannotCarryIsRefused: a double that is NaN or ±Infinity,
+// wherever it is (a parameter, a message's content, a tool's schema, a stop
+// list, an unknown member), has no JSON form: the request is refused naming
+// the member, as openaijson names it, never sent upstream with null in its place.
+func TestANumberJSONCannotCarryIsRefused(t *testing.T) {
+	t.Parallel()
+	nan, inf := math.NaN(), math.Inf(1)
+	num := func(f float64) *structpb.Value { return structpb.NewNumberValue(f) }
+	user := &pb.ChatMessage{Role: "user", Content: structpb.NewStringValue("hi")}
+	cases := []struct {
+		name  string
+		req   *pb.ChatCompletionRequest
+		param string
+	}{
+		{"temperature", &pb.ChatCompletionRequest{Model: "m", Temperature: proto.Float64(nan)}, "temperature"},
+		{"top_p", &pb.ChatCompletionRequest{Model: "m", TopP: proto.Float64(inf)}, "top_p"},
+		{"frequency_penalty", &pb.ChatCompletionRequest{Model: "m", FrequencyPenalty: proto.Float64(-inf)}, "frequency_penalty"},
+		{"a message's content", &pb.ChatCompletionRequest{Model: "m", Messages: []*pb.ChatMessage{user, {Role: "user", Content: num(nan)}}},
+			"messages[1].content"},
+		{"a stop list", &pb.ChatCompletionRequest{Model: "m", Stop: structpb.NewListValue(&structpb.ListValue{
+			Values: []*structpb.Value{structpb.NewStringValue("a"), num(inf)}})}, "stop[1]"},
+		{"a tool's schema", &pb.ChatCompletionRequest{Model: "m", Tools: []*pb.Tool{{Type: "function", Function: &pb.FunctionDefinition{Name: "f",
+			Parameters: &structpb.Struct{Fields: map[string]*structpb.Value{"x": num(nan)}}}}}}, "tools[0].function.parameters.x"},
+		{"a member Switchyard does not model", &pb.ChatCompletionRequest{Model: "m",
+			Extra: &structpb.Struct{Fields: map[string]*structpb.Value{"k": structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{num(1), num(nan)}})}}},
+			"k[1]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b, err := proto.Marshal(tc.req)
+			require.NoError(t, err)
+			err = Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &pb.ChatCompletionRequest{})
+			var oe *openaijson.Error
+			require.ErrorAs(t, err, &oe)
+			require.Equal(t, tc.param, oe.Param)
+			require.Contains(t, oe.Msg, "not a number JSON can carry")
+		})
+	}
+	t.Run("finite numbers pass", func(t *testing.T) {
+		req := &pb.ChatCompletionRequest{Model: "m", Temperature: proto.Float64(0.7), Messages: []*pb.ChatMessage{user},
+			Extra: &structpb.Struct{Fields: map[string]*structpb.Value{"k": num(math.MaxFloat64)}}}
+		b, err := proto.Marshal(req)
+		require.NoError(t, err)
+		got := &pb.ChatCompletionRequest{}
+		require.NoError(t, Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, got))
+		require.Equal(t, 0.7, got.GetTemperature())
+	})
+}
+
+// hasNonFinite reports whether m holds a double or float that is NaN or ±Inf.
+func hasNonFinite(m protoreflect.Message) bool {
+	found := false
+	bad := func(v protoreflect.Value, fd protoreflect.FieldDescriptor) bool {
+		switch fd.Kind() {
+		case protoreflect.DoubleKind, protoreflect.FloatKind:
+			return math.IsNaN(v.Float()) || math.IsInf(v.Float(), 0)
+		case protoreflect.MessageKind:
+			return hasNonFinite(v.Message())
+		}
+		return false
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList():
+			for i := range v.List().Len() {
+				found = found || bad(v.List().Get(i), fd)
+			}
+		case fd.IsMap():
+			v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+				found = found || bad(mv, fd.MapValue())
+				return !found
+			})
+		default:
+			found = bad(v, fd)
+		}
+		return !found
+	})
+	return found
 }
