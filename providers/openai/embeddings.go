@@ -62,6 +62,9 @@ func (c *Client) Embed(ctx context.Context, a providers.Attempt, req *pb.CreateE
 		return nil, &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Err: providers.ErrEmptyResponse,
 			Message: "provider returned no embeddings", Code: "empty_response", Kind: providers.KindNoChoices}
 	}
+	if err := answersEvery(req, out); err != nil {
+		return nil, c.unreadable("returned embeddings that do not answer the request", err)
+	}
 	if out.Object == "" {
 		out.Object = "list"
 	}
@@ -72,4 +75,44 @@ func (c *Client) Embed(ctx context.Context, a providers.Attempt, req *pb.CreateE
 		out.Usage = &pb.EmbeddingsUsage{}
 	}
 	return out, nil
+}
+
+// answersEvery checks that an answer has one embedding for each of the
+// request's inputs, at its index, in the encoding the request asked for: an
+// answer with an index out of range or twice, a vector missing, empty or in
+// the other encoding would be passed to the client as a success it is not.
+func answersEvery(req *pb.CreateEmbeddingsRequest, out *pb.CreateEmbeddingsResponse) error {
+	n := inputCount(req.GetInput())
+	data := out.GetData()
+	if len(data) != n {
+		return fmt.Errorf("%d embeddings for %d inputs", len(data), n)
+	}
+	base64 := req.GetEncodingFormat() == "base64"
+	seen := make([]bool, n)
+	for i, e := range data {
+		idx := int(e.GetIndex())
+		switch {
+		case idx < 0 || idx >= n:
+			return fmt.Errorf("data[%d] has index %d, outside the %d inputs", i, idx, n)
+		case seen[idx]:
+			return fmt.Errorf("data[%d] has index %d, given twice", i, idx)
+		case base64 && (e.GetEmbeddingBase64() == "" || len(e.GetEmbedding()) > 0):
+			return fmt.Errorf("data[%d] is not the base64 string the request asked for", i)
+		case !base64 && (len(e.GetEmbedding()) == 0 || e.GetEmbeddingBase64() != ""):
+			return fmt.Errorf("data[%d] is not the list of numbers the request asked for", i)
+		}
+		seen[idx] = true
+	}
+	return nil
+}
+
+// inputCount is how many inputs an embeddings request holds.
+func inputCount(in *pb.EmbeddingInput) int {
+	switch k := in.GetKind().(type) {
+	case *pb.EmbeddingInput_Texts:
+		return len(k.Texts.GetValues())
+	case *pb.EmbeddingInput_TokenLists:
+		return len(k.TokenLists.GetValues())
+	}
+	return 1
 }

@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -159,4 +160,60 @@ func TestForwardSendsThePathQueryAndBodyAsTheyCame(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusFound, resp.StatusCode, "redirects are the client's to follow")
 	require.Len(t, rc.reqs, 2)
+}
+
+// TestEmbeddingsMustAnswerEveryInput: an answer is the request's only when it
+// has one embedding per input, at its index, in the encoding asked for;
+// anything else is the upstream's unreadable answer (502), never a success.
+func TestEmbeddingsMustAnswerEveryInput(t *testing.T) {
+	t.Parallel()
+	item := func(i int, emb string) string {
+		return fmt.Sprintf(`{"object":"embedding","index":%d,"embedding":%s}`, i, emb)
+	}
+	answer := func(items ...string) string {
+		return `{"object":"list","data":[` + strings.Join(items, ",") + `],"model":"emb","usage":{"prompt_tokens":2,"total_tokens":2}}`
+	}
+	two := &pb.EmbeddingInput{Kind: &pb.EmbeddingInput_Texts{Texts: &pb.StringList{Values: []string{"a", "b"}}}}
+	one := &pb.EmbeddingInput{Kind: &pb.EmbeddingInput_Text{Text: "a"}}
+	cases := []struct {
+		name   string
+		input  *pb.EmbeddingInput
+		format string
+		answer string
+		ok     bool
+	}{
+		{"one for one", one, "", answer(item(0, `[0.5]`)), true},
+		{"two for two, in any order", two, "", answer(item(1, `[0.5]`), item(0, `[0.25]`)), true},
+		{"base64 as asked", one, "base64", answer(item(0, `"AAAAPw=="`)), true},
+		{"two for one", one, "", answer(item(0, `[0.5]`), item(1, `[0.5]`)), false},
+		{"one for two", two, "", answer(item(0, `[0.5]`)), false},
+		{"an index out of range", two, "", answer(item(0, `[0.5]`), item(5, `[0.5]`)), false},
+		{"a negative index", two, "", answer(item(0, `[0.5]`), item(-1, `[0.5]`)), false},
+		{"an index twice", two, "", answer(item(1, `[0.5]`), item(1, `[0.5]`)), false},
+		{"an empty vector", one, "", answer(item(0, `[]`)), false},
+		{"a string where numbers were asked for", one, "", answer(item(0, `"AAAAPw=="`)), false},
+		{"numbers where base64 was asked for", one, "base64", answer(item(0, `[0.5]`)), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rc := &recorder{}
+			url := rc.serve(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, tc.answer) })
+			c := openai.New(openai.Config{Name: "p", BaseURL: url, APIKey: "sk-up", Timeout: 5 * time.Second})
+			t.Cleanup(c.Close)
+			req := &pb.CreateEmbeddingsRequest{Model: "emb", Input: tc.input}
+			if tc.format != "" {
+				req.EncodingFormat = &tc.format
+			}
+			_, err := c.Embed(context.Background(), providers.Attempt{Model: "emb"}, req)
+			if tc.ok {
+				require.NoError(t, err)
+				return
+			}
+			var pe *providers.Error
+			require.ErrorAs(t, err, &pe)
+			require.Equal(t, 502, pe.Status)
+			require.Equal(t, "upstream_unreadable", pe.Code)
+		})
+	}
 }
