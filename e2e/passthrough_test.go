@@ -234,6 +234,9 @@ func TestPassthroughRefusals(t *testing.T) {
 		{"wrong key", "raw/files", "sk-wrong", "", "invalid_api_key", 401},
 		{"a provider without passthrough", "sim/files", "sk-master", "", "unsupported_endpoint", 400},
 		{"body over the limit", "raw/files", "sk-master", strings.Repeat("x", 65), "request_too_large", 413},
+		{"a .. segment", "raw/../../admin", "sk-master", "", "invalid_path", 400},
+		{"an escaped .. segment", "raw/files/%2e%2e/%2E%2E/admin", "sk-master", "", "invalid_path", 400},
+		{"a . segment", "raw/./files", "sk-master", "", "invalid_path", 400},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

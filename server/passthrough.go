@@ -89,6 +89,10 @@ func (s *passthroughService) serve(ctx context.Context, w http.ResponseWriter, r
 		return statusOf(apiError{httpStatus: http.StatusNotFound, errType: "not_found_error", code: "provider_not_found",
 			param: "provider", message: "no provider named '" + name + "' is configured (passthrough is /p/{provider}/{path})"})
 	}
+	if leavesBase(path.Path) {
+		return statusOf(apiError{httpStatus: http.StatusBadRequest, errType: "invalid_request_error", code: "invalid_path", param: "path",
+			message: "a passthrough path may not have . or .. segments (they would leave the provider's base_url)"})
+	}
 	rep := reportOf(ctx)
 	rep.setTarget(router.Route{Provider: name})
 	fw, ok := t.Provider.(providers.Passthrough)
@@ -136,6 +140,17 @@ func splitPassthrough(u *url.URL) (string, *url.URL) {
 		out.Path, out.RawPath = p, "/"+rest
 	}
 	return name, out
+}
+
+// leavesBase reports whether a passthrough path (unescaped: %2e%2e is ..) has a
+// dot segment, which the upstream would resolve above the provider's base_url.
+func leavesBase(path string) bool {
+	for seg := range strings.SplitSeq(path, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // retriable reports whether a passthrough call may be sent more than once: an
