@@ -31,6 +31,9 @@ type Spend struct {
 	mu      sync.Mutex
 	pending map[pendingKey]float64 // spend Redis has not taken yet, by total
 	sending map[pendingKey]float64 // the batch a push has under way (Get counts it)
+	// unseeded are the store's totals Redis could not take at start (Seed):
+	// the next push offers them first, before any spend of theirs.
+	unseeded map[pendingKey]float64
 	pushMu  sync.Mutex
 
 	kick chan struct{} // an Add since the last push
@@ -50,7 +53,7 @@ type pendingKey struct {
 
 // NewSpend shares budgets' totals through c; Close pushes what is left.
 func NewSpend(c *Client) *Spend {
-	s := &Spend{c: c, local: usage.NewMemory(), pending: map[pendingKey]float64{},
+	s := &Spend{c: c, local: usage.NewMemory(), pending: map[pendingKey]float64{}, unseeded: map[pendingKey]float64{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go s.run()
 	return s
@@ -123,6 +126,10 @@ func (s *Spend) Add(key, period string, start time.Time, usd float64) {
 	s.mu.Lock()
 	s.pending[pendingKey{key, period, start}] += usd
 	s.mu.Unlock()
+	s.kickPush()
+}
+
+func (s *Spend) kickPush() {
 	select {
 	case s.kick <- struct{}{}:
 	default: // a push is due already
@@ -137,19 +144,19 @@ func (s *Spend) Push() bool {
 	if s.c.health.skip() { // Redis is down: no round trip until health's next probe
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return len(s.pending) == 0
+		return s.settled()
 	}
 	s.pushMu.Lock() // one push at a time (the background one, Close's, a test's)
 	defer s.pushMu.Unlock()
 	s.mu.Lock()
-	if len(s.pending) == 0 {
+	if s.settled() {
 		s.mu.Unlock()
 		return true
 	}
-	batch := s.pending
-	s.pending, s.sending = map[pendingKey]float64{}, batch
+	batch, seeds := s.pending, s.unseeded
+	s.pending, s.sending, s.unseeded = map[pendingKey]float64{}, batch, map[pendingKey]float64{}
 	s.mu.Unlock()
-	err := s.push(batch)
+	err := s.push(seeds, batch)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sending = nil
@@ -157,14 +164,25 @@ func (s *Spend) Push() bool {
 		for k, v := range batch { // back in line for the next try
 			s.pending[k] += v
 		}
+		for k, v := range seeds {
+			s.unseeded[k] = v
+		}
 	}
-	return len(s.pending) == 0
+	return s.settled()
 }
 
-// push adds batch to the shared totals in one transaction.
-func (s *Spend) push(batch map[pendingKey]float64) error {
+// settled says Redis has taken everything: no spend and no seed pending.
+func (s *Spend) settled() bool { return len(s.pending) == 0 && len(s.unseeded) == 0 }
+
+// push seeds the totals Redis has none of yet and adds batch to the shared
+// totals, in one transaction (the seeds first: a total's own spend must not
+// make it exist before its seed).
+func (s *Spend) push(seeds, batch map[pendingKey]float64) error {
 	return s.c.call(context.Background(), "spend", func(ctx context.Context) error {
 		_, err := s.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for k, usd := range seeds {
+				p.SetNX(ctx, s.key(k.key, k.period, k.start), strconv.FormatFloat(usd, 'g', -1, 64), ttl(k.period))
+			}
 			for k, usd := range batch {
 				rk := s.key(k.key, k.period, k.start)
 				p.IncrByFloat(ctx, rk, usd)
@@ -203,11 +221,19 @@ func (s *Spend) Get(key, period string, start time.Time) float64 {
 
 // Seed implements usage.Seeder: a total the store holds is written only where
 // Redis has none yet (the first replica to start seeds it; the others, and
-// restarts, find it there and would otherwise count it twice).
+// restarts, find it there and would otherwise count it twice). A seed Redis
+// cannot take now (down at start) is offered again with the pushes, until it
+// is taken: other replicas would otherwise never count the stored spend.
 func (s *Spend) Seed(key, period string, start time.Time, usd float64) {
 	s.local.Add(key, period, start, usd)
 	k := s.key(key, period, start)
-	_ = s.c.call(context.Background(), "spend", func(ctx context.Context) error {
+	err := s.c.call(context.Background(), "spend", func(ctx context.Context) error {
 		return s.c.rdb.SetNX(ctx, k, strconv.FormatFloat(usd, 'g', -1, 64), ttl(period)).Err()
 	})
+	if err != nil {
+		s.mu.Lock()
+		s.unseeded[pendingKey{key, period, start}] = usd
+		s.mu.Unlock()
+		s.kickPush()
+	}
 }

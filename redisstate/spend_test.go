@@ -106,3 +106,22 @@ func TestSpendCountsAPushUnderWay(t *testing.T) {
 	require.True(t, <-pushed)
 	require.InDelta(t, 6, b.Get("key_6", usage.PeriodDay, day), 1e-9)
 }
+
+// A replica that starts while Redis is down cannot seed the store's spend
+// then: it offers the seed again with its pushes, so that once Redis is back
+// the other replicas count the stored spend too (before, they never did).
+func TestASeedRedisMissedAtStartIsGivenLater(t *testing.T) {
+	srv := redistest.New(t)
+	a := newSpend(t, open(t, srv, Allow))
+	day := usage.PeriodStart(usage.PeriodDay, time.Now())
+	srv.Stop()
+	a.Seed("key_7", usage.PeriodDay, day, 2)
+	require.InDelta(t, 2, a.Get("key_7", usage.PeriodDay, day), 1e-9, "the replica counts its seed meanwhile")
+	srv.Start()
+	a.Add("key_7", usage.PeriodDay, day, 1)
+	require.Eventually(t, func() bool { return a.Push() }, 5*time.Second, 50*time.Millisecond, "pushed once Redis is back")
+	b := newSpend(t, open(t, srv, Allow))
+	require.InDelta(t, 3, b.Get("key_7", usage.PeriodDay, day), 1e-9, "the stored 2 and the new 1")
+	b.Seed("key_7", usage.PeriodDay, day, 2) // a replica starting now finds the total there
+	require.InDelta(t, 3, b.Get("key_7", usage.PeriodDay, day), 1e-9)
+}
