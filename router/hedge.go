@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/internal/panics"
 )
 
@@ -188,9 +187,9 @@ func hedge[T any](r *Router, ctx context.Context, c *chain, first int, call Call
 			// The loser, cancelled: whatever it produced is dropped — but an answer it
 			// produced anyway was billed: its usage goes to the trace, for the ledger.
 			if res.err == nil {
-				if u, ok := any(res.v).(interface{ GetUsage() *pb.Usage }); ok && u.GetUsage() != nil && call.Trace != nil {
+				if u, ok := call.answerUsage(res.v); ok && call.Trace != nil {
 					call.Trace.Lost = append(call.Trace.Lost, CutUsage{Route: routes[res.i],
-						PromptTokens: int64(u.GetUsage().GetPromptTokens()), CompletionTokens: int64(u.GetUsage().GetCompletionTokens())})
+						PromptTokens: u.Prompt, CompletionTokens: u.Completion})
 				}
 				if drop != nil {
 					drop(res.v)

@@ -227,3 +227,43 @@ func TestHedgeLoserThatAnsweredIsInTheTrace(t *testing.T) {
 	require.True(t, trace.Hedged)
 	require.Equal(t, []CutUsage{{Route: Route{"p", "m"}, PromptTokens: 100, CompletionTokens: 7}}, trace.Lost)
 }
+
+// TestAHedgeLoserOfAnyEndpointIsBilled: the losing side's usage is read by the
+// endpoint's own AnswerUsage (an embeddings answer, an Anthropic message), not
+// only from a chat completion: before, a hedged embeddings or /v1/messages
+// call's loser that answered anyway was never billed.
+func TestAHedgeLoserOfAnyEndpointIsBilled(t *testing.T) {
+	t.Parallel()
+	type answer struct {
+		from   string
+		prompt int64
+	}
+	var targets []Target
+	for _, name := range []string{"p", "b"} {
+		targets = append(targets, Target{Provider: &gateProvider{name: name}, Guard: resilience.NewGuard(resilience.GuardConfig{Provider: name,
+			Retry: resilience.DefaultRetry(), Breaker: resilience.DefaultBreaker()})})
+	}
+	r := New(slog.New(slog.NewTextHandler(io.Discard, nil)), targets, WithClock(hedgeClock{fire: true}))
+	r.Discover(context.Background(), 0)
+	vm := chainVM("emb", StrategyFailover, "p/m", "b/m")
+	vm.HedgeAfter = time.Second
+	require.NoError(t, r.SetVirtualModels([]VirtualModel{vm}))
+	var trace Trace
+	call := Call{Trace: &trace, AnswerUsage: func(a any) (Usage, bool) {
+		return Usage{Prompt: a.(answer).prompt}, true
+	}}
+	won := make(chan struct{})
+	got, route, err := Unary(r, context.Background(), "emb", call, func(ctx context.Context, t Target, _ providers.Attempt) (answer, error) {
+		if t.Provider.Name() == "p" { // the primary: slow, answers anyway once the backup won
+			<-ctx.Done()
+			<-won
+			return answer{"p", 40}, nil
+		}
+		defer close(won)
+		return answer{"b", 12}, nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, "b", got.from)
+	require.Equal(t, Route{"b", "m"}, route)
+	require.Equal(t, []CutUsage{{Route: Route{"p", "m"}, PromptTokens: 40}}, trace.Lost)
+}

@@ -116,14 +116,24 @@ func notCalled(err error) bool {
 	return errors.As(err, &pe) && pe.Code == providers.CodeUnsupportedEndpoint
 }
 
-// usedTokens is what an answer says it used, when it says: as the endpoint
-// reads it (UsedTokens), or a chat completion's usage.
+// answerUsage is what an answer says it used, when it says: as the endpoint
+// reads it (AnswerUsage), or a chat completion's usage.
+func (c Call) answerUsage(answer any) (Usage, bool) {
+	if c.AnswerUsage != nil {
+		return c.AnswerUsage(answer)
+	}
+	if c, ok := answer.(*pb.ChatCompletion); ok && c.GetUsage() != nil {
+		return Usage{Prompt: int64(c.GetUsage().GetPromptTokens()), Completion: int64(c.GetUsage().GetCompletionTokens())}, true
+	}
+	return Usage{}, false
+}
+
+// usedTokens is what an answer says it used in all (0: it does not say): a
+// chat completion's total_tokens as it gives it.
 func (c Call) usedTokens(answer any) int {
-	if c.UsedTokens != nil {
-		return c.UsedTokens(answer)
+	if cc, ok := answer.(*pb.ChatCompletion); ok && c.AnswerUsage == nil {
+		return int(cc.GetUsage().GetTotalTokens())
 	}
-	if c, ok := answer.(*pb.ChatCompletion); ok {
-		return int(c.GetUsage().GetTotalTokens())
-	}
-	return 0
+	u, _ := c.answerUsage(answer)
+	return int(u.Prompt + u.Completion)
 }

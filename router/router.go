@@ -34,11 +34,15 @@ type Call struct {
 	EstTokens int
 	// Betas are the client's anthropic-beta values, for every attempt.
 	Betas []string
-	// UsedTokens reads the tokens a non-stream answer says it used, which
-	// correct the targets' tpm charge (nil: a chat completion's usage; 0:
-	// unknown, the estimate stands). The endpoint knows its answer's type.
-	UsedTokens func(answer any) int
+	// AnswerUsage reads what a non-stream answer says it used (nil: a chat
+	// completion's usage; false: it does not say). It corrects the targets' tpm
+	// charge (else the estimate stands) and bills a hedge's losing side that
+	// answered anyway (Trace.Lost). The endpoint knows its answer's type.
+	AnswerUsage func(answer any) (Usage, bool)
 }
+
+// Usage is the tokens an answer says it used.
+type Usage struct{ Prompt, Completion int64 }
 
 // Router resolves models (virtual models first, then provider models) and runs each
 // call through its target's guard, failing over along virtual model chains.

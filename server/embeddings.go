@@ -73,10 +73,7 @@ func (s *embeddingService) CreateEmbeddings(ctx context.Context, req *pb.CreateE
 	}
 	call := callOf(ctx)
 	call.Trace, call.Op = &rep.trace, opEmbeddings
-	call.UsedTokens = func(answer any) int { // the targets' tpm is corrected by what the answer used
-		r, _ := answer.(*pb.CreateEmbeddingsResponse)
-		return int(r.GetUsage().GetTotalTokens())
-	}
+	call.AnswerUsage = embeddingsUsage
 	resp, route, err := router.Unary(s.router, ctx, req.GetModel(), call,
 		func(ctx context.Context, t router.Target, a providers.Attempt) (*pb.CreateEmbeddingsResponse, error) {
 			e, ok := t.Provider.(providers.Embedder)
@@ -134,4 +131,14 @@ func (f *front) embeddings(w http.ResponseWriter, r *http.Request) {
 	out := openaijson.AppendEmbeddingsResponse(make([]byte, 0, 4096), resp.(*pb.CreateEmbeddingsResponse))
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)
+}
+
+// embeddingsUsage is what an embeddings answer says it used (its inputs'
+// tokens), for the targets' tpm and a hedge's losing side.
+func embeddingsUsage(answer any) (router.Usage, bool) {
+	r, _ := answer.(*pb.CreateEmbeddingsResponse)
+	if r.GetUsage() == nil {
+		return router.Usage{}, false
+	}
+	return router.Usage{Prompt: int64(r.GetUsage().GetPromptTokens())}, true
 }

@@ -139,7 +139,7 @@ func (s messagesService) create(ctx context.Context, req messageRequest) ([]byte
 	}
 	body, head := req.body, req.head
 	chat := &translation{body: body}
-	call.UsedTokens = messageTokens // the targets' tpm is corrected by what the answer used
+	call.AnswerUsage = messageAnswerUsage // for the targets' tpm and a hedge's losing side
 	resp, route, err := router.Unary(s.router, ctx, head.Model, call, func(ctx context.Context, t router.Target, a providers.Attempt) ([]byte, error) {
 		if m, ok := t.Provider.(providers.Messenger); ok {
 			b, err := anthropicjson.RewriteModel(body, a.Model)
@@ -199,12 +199,12 @@ func messageUsage(b []byte) (anthropicjson.Usage, bool) {
 	return msg.Usage, true
 }
 
-// messageTokens is what an Anthropic message says it used, prompt and output
-// (0 when it does not say).
-func messageTokens(answer any) int {
+// messageAnswerUsage is what an Anthropic message says it used, the whole
+// prompt and the output.
+func messageAnswerUsage(answer any) (router.Usage, bool) {
 	b, _ := answer.([]byte)
-	u, _ := messageUsage(b)
-	return inputTokens(u) + u.OutputTokens
+	u, ok := messageUsage(b)
+	return router.Usage{Prompt: int64(inputTokens(u)), Completion: int64(u.OutputTokens)}, ok
 }
 
 // inputTokens is the whole prompt: Anthropic counts cached tokens apart.
