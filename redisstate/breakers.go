@@ -31,7 +31,7 @@ type Breakers struct {
 type breakerAction struct {
 	Seq   int64  `json:"seq"`
 	Trip  bool   `json:"trip"`
-	Until int64  `json:"until_ms,omitempty"` // a trip's end, Unix milliseconds
+	Until int64  `json:"until_ms,omitempty"` // a trip's end, Unix milliseconds on Redis's clock
 	At    int64  `json:"at_ms"`
 	Who   string `json:"who,omitempty"`
 }
@@ -58,8 +58,7 @@ func (b *Breakers) Trip(ctx context.Context, provider, model string, d time.Dura
 	if d <= 0 {
 		d = br.Snapshot().Settings.Timeout
 	}
-	now := time.Now()
-	return b.record(ctx, br, breakerAction{Trip: true, At: now.UnixMilli(), Until: now.Add(d).UnixMilli()})
+	return b.record(ctx, br, breakerAction{Trip: true, At: time.Now().UnixMilli()}, d)
 }
 
 // Reset records an admin reset of provider's (model's) breaker for every replica.
@@ -68,18 +67,28 @@ func (b *Breakers) Reset(ctx context.Context, provider, model string) error {
 	if err != nil {
 		return err
 	}
-	return b.record(ctx, br, breakerAction{At: time.Now().UnixMilli()})
+	return b.record(ctx, br, breakerAction{At: time.Now().UnixMilli()}, 0)
 }
 
 // recordScript numbers an action and stores it under its breaker in one step,
 // so that a later number is never stored before an earlier one (two admins
 // acting on one breaker at once from two replicas).
+// A trip's end is Redis's clock plus its duration, and every replica judges
+// what is left of it by Redis's clock too: replicas whose clocks disagree
+// would otherwise shorten or lengthen it by their skew.
 // KEYS[1] the sequence, KEYS[2] the hash; ARGV[1] the field, ARGV[2] the
 // action's JSON after its opening brace, ARGV[3] and ARGV[4] the change
-// notice's channel and topic. Returns the action's number.
+// notice's channel and topic, ARGV[5] a trip's duration in ms (0: a reset).
+// Returns the action's number.
 var recordScript = redis.NewScript(`
 local seq = redis.call('INCR', KEYS[1])
-redis.call('HSET', KEYS[2], ARGV[1], '{"seq":' .. seq .. ',' .. ARGV[2])
+local ends = ''
+local d = tonumber(ARGV[5])
+if d > 0 then
+  local t = redis.call('TIME')
+  ends = '"until_ms":' .. string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + d) .. ','
+end
+redis.call('HSET', KEYS[2], ARGV[1], '{"seq":' .. seq .. ',' .. ends .. ARGV[2])
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 return seq
 `)
@@ -87,14 +96,14 @@ return seq
 // record stores an action under br's own name: with provider scope every
 // model names the provider's one breaker, and must not be a field of its own
 // (a trip named with a model and a reset without would be two actions).
-func (b *Breakers) record(ctx context.Context, br *resilience.Breaker, a breakerAction) error {
+func (b *Breakers) record(ctx context.Context, br *resilience.Breaker, a breakerAction, trip time.Duration) error {
 	field := breakerField(br.Name())
 	raw, _ := json.Marshal(a) // {"seq":0,...}: the script writes the number
 	rest := raw[bytes.IndexByte(raw, ',')+1:]
 	err := b.c.call(ctx, "save", func(ctx context.Context) error {
 		var err error
 		a.Seq, err = recordScript.Run(ctx, b.c.rdb, []string{b.c.key("breakers", "seq"), b.hash()},
-			field, rest, b.c.channel(), TopicBreakers).Int64()
+			field, rest, b.c.channel(), TopicBreakers, trip.Milliseconds()).Int64()
 		return err
 	})
 	if err != nil {
@@ -113,10 +122,18 @@ func (b *Breakers) record(ctx context.Context, br *resilience.Breaker, a breaker
 // are made.
 func (b *Breakers) Apply(ctx context.Context) error {
 	var stored map[string]string
+	var now time.Time // Redis's clock, which trips' ends are on
 	if err := b.c.call(ctx, "load", func(ctx context.Context) error {
-		var err error
-		stored, err = b.c.rdb.HGetAll(ctx, b.hash()).Result()
-		return err
+		var all *redis.MapStringStringCmd
+		var clock *redis.TimeCmd
+		if _, err := b.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			all, clock = p.HGetAll(ctx, b.hash()), p.Time(ctx)
+			return nil
+		}); err != nil {
+			return err
+		}
+		stored, now = all.Val(), clock.Val()
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -124,7 +141,6 @@ func (b *Breakers) Apply(ctx context.Context) error {
 	defer b.mu.Unlock()
 	first := !b.started
 	b.started = true
-	now := time.Now()
 	for field, raw := range stored {
 		var a breakerAction
 		if json.Unmarshal([]byte(raw), &a) != nil || a.Seq <= b.applied[field] {
