@@ -3,6 +3,7 @@ package anthropicjson
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"math"
 	"slices"
 	"strings"
@@ -96,7 +97,13 @@ func ToChat(body []byte) (*pb.ChatCompletionRequest, error) {
 func surfaceDecodeError(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
-		return badField(te.Field, "Input should be a valid "+kindName(te.Type.Kind().String()))
+		// The decoders' own types ("plain", embedded to keep their methods off)
+		// are no member of the request.
+		field := strings.ReplaceAll(strings.TrimSuffix(te.Field, ".plain"), ".plain.", ".")
+		if te.Type == reflect.TypeFor[Content]() {
+			return badField(field, "Input should be a valid string or list of content blocks")
+		}
+		return badField(field, "Input should be a valid "+kindName(te.Type.Kind().String()))
 	}
 	return badField("", "the request body could not be read: "+err.Error())
 }

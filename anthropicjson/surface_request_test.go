@@ -111,3 +111,32 @@ func TestToChatRefusesWhatChatCannotCarry(t *testing.T) {
 		})
 	}
 }
+
+// TestAMemberOfTheWrongTypeIsNamed: a member the types cannot read is named by
+// where it is, without the decoders' own type names, and a content that is
+// neither a string nor a list of blocks says so where it is (system, a
+// message's content), not as a whole-body error.
+func TestAMemberOfTheWrongTypeIsNamed(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, body, field, msg string
+	}{
+		{"system a number", `{"model":"m","max_tokens":5,"system":5,"messages":[{"role":"user","content":"hi"}]}`,
+			"system", "Input should be a valid string or list of content blocks"},
+		{"content a number", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":5}]}`,
+			"messages.content", "Input should be a valid string or list of content blocks"},
+		{"a block's text a number", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":5}]}]}`,
+			"messages.content.text", "Input should be a valid string"},
+		{"a system block's text a number", `{"model":"m","max_tokens":5,"system":[{"type":"text","text":5}],"messages":[{"role":"user","content":"hi"}]}`,
+			"system.text", "Input should be a valid string"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ToChat([]byte(tc.body))
+			var se *SurfaceError
+			require.ErrorAs(t, err, &se)
+			require.Equal(t, tc.field, se.Param)
+			require.Equal(t, tc.msg, se.Message)
+		})
+	}
+}

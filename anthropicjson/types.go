@@ -16,7 +16,7 @@ package anthropicjson
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
+	"reflect"
 )
 
 // Content block types.
@@ -139,7 +139,8 @@ func (c *Content) UnmarshalJSON(data []byte) error {
 	case bytes.Equal(bytes.TrimSpace(t), []byte("null")):
 		return nil
 	}
-	return errors.New("content must be a string or an array of content blocks")
+	// A type error, so that the decoder names where it was (system, messages.content).
+	return &json.UnmarshalTypeError{Value: "value", Type: reflect.TypeFor[Content]()}
 }
 
 // ContentBlock is one content block. Type says which members mean something:
