@@ -3,8 +3,8 @@ package anthropicjson
 import (
 	"encoding/json"
 	"errors"
-	"reflect"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 
