@@ -57,6 +57,10 @@ func NewChunkTranslator(includeUsage bool, now time.Time) *ChunkTranslator {
 // before it is incomplete.
 func (t *ChunkTranslator) Complete() bool { return t.complete }
 
+// Finished reports whether the finish chunk was made (message_delta's
+// stop_reason): the answer is whole, whatever fails before message_stop.
+func (t *ChunkTranslator) Finished() bool { return t.finished }
+
 // Translate takes one event (its "event:" type and data) and returns the
 // chunks it makes, usually one, none for some. typ may be empty: the data's
 // own "type" counts when the two differ.

@@ -382,3 +382,33 @@ func TestContextOverflowFailsOver(t *testing.T) {
 	require.Equal(t, codes.InvalidArgument, status.Code(err))
 	require.Equal(t, 8, backup.Count(), "a refusal is not routed around")
 }
+
+// A stream that broke after its finish chunk (every choice finished) is
+// complete, as SPEC says: the client gets the whole answer and [DONE], the
+// request is a success, not a WARN; before, it got stream_incomplete. Through
+// the OpenAI SDK too, whose stream helper then gives the final completion.
+func TestAResetAfterTheFinishChunkIsComplete(t *testing.T) {
+	t.Parallel()
+	g := start(t, "")
+	head := `{"id":"x","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":`
+	reply := fakeupstream.Reply{Events: []string{head + `"a"}}]}`, head + `"b"},"finish_reason":"stop"}]}`, "[DONE]"}, CutAfter: 2}
+	g.up.Script(reply)
+	events := sseEvents(t, post(t, g.base+"/chat/completions", chatBody+`,"stream":true}`))
+	require.Equal(t, "[DONE]", events[len(events)-1], "%q", events)
+	for _, e := range events {
+		require.NotContains(t, e, "stream_incomplete")
+	}
+	g.up.Script(reply)
+	s := sdk(g, "k").Chat.Completions.NewStreaming(context.Background(), userMsg("hi"))
+	var text strings.Builder
+	for s.Next() {
+		for _, c := range s.Current().Choices {
+			text.WriteString(c.Delta.Content)
+		}
+	}
+	require.NoError(t, s.Err())
+	require.Equal(t, "ab", text.String())
+	require.NotContains(t, g.logs.String(), `"level":"WARN","msg":"request"`)
+	require.Equal(t, 2, strings.Count(g.logs.String(), `"msg":"request",`), "both requests logged")
+	require.Equal(t, 2, strings.Count(g.logs.String(), `"code":"OK","status":200`), "both a success")
+}

@@ -128,18 +128,23 @@ func (s *chatStream) readFirst() error {
 	}
 }
 
-// Recv returns the next chunk, io.EOF after message_stop (and the chunks it made).
+// Recv returns the next chunk, io.EOF after message_stop (and the chunks it
+// made), or after the finish chunk when the stream stops before message_stop.
 func (s *chatStream) Recv() (*pb.ChatCompletionChunk, error) {
 	for len(s.held) == 0 {
 		if s.tr.Complete() {
 			s.conn.End()
 			return nil, io.EOF
 		}
-		ev, err := s.conn.Next(false)
+		ev, err := s.conn.Next(s.tr.Finished())
 		if err != nil {
 			return nil, err
 		}
 		chunks, err := s.tr.Translate(ev.Type, ev.Data)
+		if err != nil && s.tr.Finished() { // after the finish chunk: the answer stays complete
+			s.conn.End()
+			return nil, io.EOF
+		}
 		if err != nil {
 			var ae *anthropicjson.APIError
 			if errors.As(err, &ae) {

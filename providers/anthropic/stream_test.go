@@ -135,18 +135,23 @@ func TestStreamFaults(t *testing.T) {
 		code   string
 		// after it: the StreamError kind
 		kind string
+		// translated to chat, the stream is complete: the fault came after the
+		// finish chunk (message_delta's stop_reason), the answer is whole (SPEC)
+		chatComplete bool
 	}{
-		{"error event before content", fakeupstream.Reply{Events: append(append([]string{}, full[:2]...), overloaded)}, 529, "overloaded_error", ""},
-		{"error event first", fakeupstream.Reply{Events: []string{overloaded}}, 529, "overloaded_error", ""},
-		{"error event after content", fakeupstream.Reply{Events: append(append([]string{}, full[:4]...), overloaded)}, 0, "", providers.StreamErrorEvent},
-		{"cut before message_stop", fakeupstream.Reply{Events: full, CutAfter: 8}, 0, "", cut},
-		{"ends cleanly without message_stop", fakeupstream.Reply{Events: full[:8]}, 0, "", providers.StreamClosedEarly},
-		{"cut before content", fakeupstream.Reply{Events: full, CutAfter: 2}, 502, "", ""},
-		{"ends before content", fakeupstream.Reply{Events: full[:3]}, 502, "empty_response", ""},
+		{"error event before content", fakeupstream.Reply{Events: append(append([]string{}, full[:2]...), overloaded)}, 529, "overloaded_error", "", false},
+		{"error event first", fakeupstream.Reply{Events: []string{overloaded}}, 529, "overloaded_error", "", false},
+		{"error event after content", fakeupstream.Reply{Events: append(append([]string{}, full[:4]...), overloaded)}, 0, "", providers.StreamErrorEvent, false},
+		{"cut before message_stop", fakeupstream.Reply{Events: full, CutAfter: 8}, 0, "", cut, true},
+		{"ends cleanly without message_stop", fakeupstream.Reply{Events: full[:8]}, 0, "", providers.StreamClosedEarly, true},
+		{"error event after message_delta", fakeupstream.Reply{Events: append(append([]string{}, full[:8]...), overloaded)}, 0, "", providers.StreamErrorEvent, true},
+		{"cut before message_delta", fakeupstream.Reply{Events: full, CutAfter: 7}, 0, "", cut, false},
+		{"cut before content", fakeupstream.Reply{Events: full, CutAfter: 2}, 502, "", "", false},
+		{"ends before content", fakeupstream.Reply{Events: full[:3]}, 502, "empty_response", "", false},
 		{"malformed event after content", fakeupstream.Reply{Events: append(append([]string{}, full[:4]...), "event: content_block_delta\ndata: {not json")},
-			0, "", providers.StreamMalformedChunk},
-		{"malformed event first", fakeupstream.Reply{Events: []string{"event: message_start\ndata: [1]"}}, 502, "upstream_unreadable", ""},
-		{"error status", fakeupstream.Reply{Status: 529, Header: map[string]string{"retry-after": "3"}}, 529, "overloaded_error", ""},
+			0, "", providers.StreamMalformedChunk, false},
+		{"malformed event first", fakeupstream.Reply{Events: []string{"event: message_start\ndata: [1]"}}, 502, "upstream_unreadable", "", false},
+		{"error status", fakeupstream.Reply{Status: 529, Header: map[string]string{"retry-after": "3"}}, 529, "overloaded_error", "", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -182,6 +187,11 @@ func TestStreamFaults(t *testing.T) {
 						got = len(chunks)
 						s.Close()
 					}
+				}
+				if tc.chatComplete && !native {
+					require.ErrorIs(t, err, io.EOF, "after the finish chunk the translated stream is complete")
+					require.Equal(t, 5, got, "role, three deltas, the finish chunk (the usage chunk comes with message_stop)")
+					continue
 				}
 				require.NotErrorIs(t, err, io.EOF, "native=%v: an incomplete stream never ends cleanly", native)
 				if tc.status != 0 {

@@ -175,6 +175,10 @@ func loneChoiceZero(n int, nonZero bool) bool { return n <= 1 && !nonZero }
 // malformed ends the stream on a chunk that does not decode: the chunk is never
 // passed on, in part or whole.
 func (s *stream) malformed(err error) error {
+	if s.finished { // after the answer is whole: it stays complete
+		s.conn.End()
+		return io.EOF
+	}
 	return s.conn.Incomplete(providers.StreamMalformedChunk, fmt.Sprintf("the provider sent an unreadable chunk: %v", err))
 }
 
@@ -243,6 +247,10 @@ func (s *stream) nextEvent() ([]byte, error) {
 		return nil, io.EOF
 	}
 	if e := s.c.hiddenError(data); e != nil {
+		if s.finished { // after the answer is whole: it stays complete
+			s.conn.End()
+			return nil, io.EOF
+		}
 		return nil, s.conn.Incomplete(providers.StreamErrorEvent, fmt.Sprintf("the provider sent an error mid-stream: %s", e.Message))
 	}
 	return data, nil

@@ -115,10 +115,12 @@ func (c *Conn) Crossed(timeouts providers.Timeouts) error {
 }
 
 // Next reads the next event once the stream was handed on. finished says whether
-// the stream already holds what makes it complete: the body's end is then a clean
-// end (io.EOF). Otherwise a stop is a *providers.StreamError: a stall past the idle
-// timer, a cut, an oversized event, a read failure; the caller's context ending is
-// its error as is. The stream is closed on every error.
+// the stream already holds what makes it complete: any stop is then a clean end
+// (io.EOF), the body's end as a cut or a stall after it (SPEC: a stream that sent
+// its final event stays complete even if the connection fails afterwards).
+// Otherwise a stop is a *providers.StreamError: a stall past the idle timer, a
+// cut, an oversized event, a read failure. The caller's context ending is its
+// error as is, finished or not. The stream is closed on every error.
 func (c *Conn) Next(finished bool) (providers.Event, error) {
 	if c.done {
 		return providers.Event{}, io.EOF
@@ -133,16 +135,19 @@ func (c *Conn) Next(finished bool) (providers.Event, error) {
 	if err == nil {
 		return ev, nil
 	}
-	if cause := context.Cause(c.ctx); errors.Is(cause, ErrIdle) {
-		return ev, c.Incomplete(providers.StreamStalled, fmt.Sprintf("no data from the provider for %s", c.idle))
-	}
-	if ctxErr := c.ctx.Err(); ctxErr != nil {
+	idle := errors.Is(context.Cause(c.ctx), ErrIdle)
+	if ctxErr := c.ctx.Err(); ctxErr != nil && !idle {
 		c.End()
 		return ev, ctxErr
 	}
-	if finished && errors.Is(err, io.EOF) {
+	if finished {
+		// The answer is whole: what fails after it (a cut or a stall before
+		// [DONE] or the usage chunk, a read error) does not unmake it.
 		c.End()
 		return ev, io.EOF
+	}
+	if idle {
+		return ev, c.Incomplete(providers.StreamStalled, fmt.Sprintf("no data from the provider for %s", c.idle))
 	}
 	if errors.Is(err, ErrEventTooLarge) {
 		return ev, c.Incomplete(providers.StreamMalformedChunk, fmt.Sprintf("the provider sent an unreadable chunk: %v", err))

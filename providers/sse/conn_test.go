@@ -3,6 +3,7 @@ package sse
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -41,8 +42,11 @@ func TestConnNextEnds(t *testing.T) {
 		{"clean end after the final event", "data: a\n\n", true, ""},
 		{"end before the final event", "data: a\n\n", false, providers.StreamClosedEarly},
 		{"cut event", "data: a\n\ndata: {", false, providers.StreamClosedEarly},
-		{"cut event after the final one", "data: a\n\ndata: {", true, providers.StreamClosedEarly},
-		{"oversized event", "data: a\n\ndata: " + strings.Repeat("x", providers.MaxResponseBytes) + "\n\n", true, providers.StreamMalformedChunk},
+		// After the final event the answer is whole: a cut, an unreadable event
+		// or a stall does not unmake it (SPEC: it stays complete).
+		{"cut event after the final one", "data: a\n\ndata: {", true, ""},
+		{"oversized event after the final one", "data: a\n\ndata: " + strings.Repeat("x", providers.MaxResponseBytes) + "\n\n", true, ""},
+		{"oversized event", "data: a\n\ndata: " + strings.Repeat("x", providers.MaxResponseBytes) + "\n\n", false, providers.StreamMalformedChunk},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,35 +90,47 @@ func TestConnReadErrorIsRedacted(t *testing.T) {
 }
 
 // TestConnIdle: a started stream silent past its idle timer is stalled (a local
-// timeout); one that keeps sending is not.
+// timeout); after its final event, a stall waiting for [DONE] or the usage
+// chunk ends it cleanly (the answer is whole).
 func TestConnIdle(t *testing.T) {
 	t.Parallel()
-	pr, pw := io.Pipe()
-	c := open(pr)
-	defer c.Close()
-	go func() { _, _ = io.WriteString(pw, "data: a\n\n") }()
-	_, err := c.Next(false)
-	require.NoError(t, err)
-	c.StartIdle(30 * time.Millisecond) // armed once the stream is handed on
-	_, err = c.Next(false)             // nothing more is written
-	var se *providers.StreamError
-	require.ErrorAs(t, err, &se)
-	require.Equal(t, providers.StreamStalled, se.Kind)
-	require.True(t, se.LocalTimeout())
+	for _, finished := range []bool{false, true} {
+		t.Run(fmt.Sprint("finished ", finished), func(t *testing.T) {
+			t.Parallel()
+			pr, pw := io.Pipe()
+			c := open(pr)
+			defer c.Close()
+			go func() { _, _ = io.WriteString(pw, "data: a\n\n") }()
+			_, err := c.Next(false)
+			require.NoError(t, err)
+			c.StartIdle(30 * time.Millisecond) // armed once the stream is handed on
+			_, err = c.Next(finished)          // nothing more is written
+			if finished {
+				require.ErrorIs(t, err, io.EOF)
+				return
+			}
+			var se *providers.StreamError
+			require.ErrorAs(t, err, &se)
+			require.Equal(t, providers.StreamStalled, se.Kind)
+			require.True(t, se.LocalTimeout())
+		})
+	}
 }
 
 // TestConnCallerLeaves: the caller's context ending is its own error, not an
-// incomplete stream.
+// incomplete stream, finished or not.
 func TestConnCallerLeaves(t *testing.T) {
 	t.Parallel()
-	pr, _ := io.Pipe()
-	parent, leave := context.WithCancel(context.Background())
-	ctx, cancel := context.WithCancelCause(parent)
-	c := NewConn(ctx, cancel, pr)
-	go func() { leave(); pr.CloseWithError(context.Canceled) }()
-	_, err := c.Next(false)
-	require.ErrorIs(t, err, context.Canceled)
-	require.NotErrorIs(t, err, providers.ErrStreamIncomplete)
+	for _, finished := range []bool{false, true} {
+		pr, _ := io.Pipe()
+		parent, leave := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancelCause(parent)
+		c := NewConn(ctx, cancel, pr)
+		go func() { leave(); pr.CloseWithError(context.Canceled) }()
+		_, err := c.Next(finished)
+		require.ErrorIs(t, err, context.Canceled)
+		require.NotErrorIs(t, err, providers.ErrStreamIncomplete)
+	}
 }
 
 // TestConnFirst: before the first content, failures are plain errors with a status.
