@@ -471,3 +471,17 @@ func TestResumeMaxResumes(t *testing.T) {
 		})
 	}
 }
+
+// A primary retried before its first byte (a 503), then cut after it, is
+// resumed on the chain's next target: the retry opened the same target again,
+// which counted as a second target tried and left nothing to resume on.
+func TestResumeAfterARetriedPrimary(t *testing.T) {
+	t.Parallel()
+	s := resumeGatewayYAML(t, "", "resilience:\n  retry:\n    initial_backoff: 1ms\n    max_backoff: 10ms\n",
+		"    stream_resume: true\n", "backup/gpt-4o-mini")
+	s.g.up.Script(fakeupstream.Reply{Status: 503}, cut)
+	text, done, incomplete := sseText(t, restEvents(t, s.g, "resumed", ""))
+	require.False(t, incomplete, "the backup continued it (backup requests: %d)", s.backup.Count())
+	require.True(t, done)
+	require.Equal(t, resumeFull, text)
+}

@@ -65,8 +65,9 @@ func (c *chain) remaining(tried []Route) []Route {
 // resumeStream continues a text stream that breaks after its first event on the
 // next targets of its chain, splicing their chunks into the same stream: the first
 // stream's id, created and model, choice index 0, no second role, usage summed.
-// A stream that carried tool calls, a refusal or log probabilities, or that broke
-// after its finish, is not resumed: it ends with its own error.
+// A stream that carried tool calls, a refusal or log probabilities is not
+// resumed: it ends with its own error (one that breaks after its finish is
+// complete, and needs none).
 type resumeStream struct {
 	r     *Router
 	ctx   context.Context

@@ -283,7 +283,9 @@ func (r *Router) Stream(ctx context.Context, body *pb.ChatCompletionRequest, cal
 	var tried []Route
 	s, route, err := Streaming(r, ctx, body.GetModel(), call, func(ctx context.Context, t Target, a providers.Attempt) (providers.Stream, error) {
 		triedMu.Lock()
-		tried = append(tried, Route{Provider: t.Provider.Name(), Model: a.Model})
+		if rt := (Route{Provider: t.Provider.Name(), Model: a.Model}); !slices.Contains(tried, rt) {
+			tried = append(tried, rt) // once per target: a retry on it opens it again
+		}
 		triedMu.Unlock()
 		return t.Provider.Stream(ctx, &providers.Request{Body: body, Attempt: a})
 	}, func(s providers.Stream) { s.Close() }, finished)
