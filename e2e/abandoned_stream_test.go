@@ -29,3 +29,23 @@ func TestAbandonedStreamIsNotAWarning(t *testing.T) {
 	require.Contains(t, logs, `"code":"Canceled"`)
 	require.NotContains(t, logs, `"level":"WARN"`, logs)
 }
+
+// A client that leaves while the gateway is writing to it (a fast upstream: the
+// write fails, a broken pipe) is a client leaving as much as one whose upstream
+// stalls: Canceled, not a 500 and a WARN.
+func TestAbandonedFastStreamIsCancelled(t *testing.T) {
+	t.Parallel()
+	g := start(t, "")
+	g.up.SetDefault(fakeupstream.Reply{Text: strings.Repeat("word ", 200000), Burst: true})
+	resp := post(t, g.base+"/chat/completions", chatBody+`,"stream":true}`)
+	require.Equal(t, 200, resp.StatusCode)
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(line, "data: "), line)
+	resp.Body.Close() // the client goes away mid-stream
+	require.Eventually(t, func() bool { return strings.Contains(g.logs.String(), `"msg":"request"`) },
+		10*time.Second, 10*time.Millisecond)
+	_, logs, _ := strings.Cut(g.logs.String(), `"msg":"Switchyard is serving"`)
+	require.Contains(t, logs, `"code":"Canceled"`)
+	require.NotContains(t, logs, `"level":"WARN"`, logs)
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -73,16 +74,27 @@ func (s *sseStream) start() {
 }
 
 // write ends the event in buf and writes it, flushing unless more is at hand.
+// A write that fails is the client's leaving (Canceled, a 499 in the ledger),
+// not a server error.
 func (s *sseStream) write() error {
 	s.buf = append(s.buf, "\n\n"...)
 	s.deadline.before(s.rc)
 	if _, err := s.w.Write(s.buf); err != nil {
-		return err
+		return clientGone(err)
 	}
 	if s.more {
 		return nil // the next chunk is already at hand: flush once for the burst
 	}
-	return s.rc.Flush()
+	if err := s.rc.Flush(); err != nil {
+		return clientGone(err)
+	}
+	return nil
+}
+
+// clientGone is the error of a write to a client that no longer reads: it
+// left (a broken pipe, a reset) or stopped reading past the write timeout.
+func clientGone(err error) error {
+	return status.Error(codes.Canceled, "the client stopped reading the stream: "+err.Error())
 }
 
 type sseKey struct{}
