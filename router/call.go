@@ -130,9 +130,21 @@ func streamTry[S any](r *Router, call Call, open func(ctx context.Context, t Tar
 		}
 		end := r.ended(route, finish)
 		var once sync.Once
+		report := func(err error) {
+			once.Do(func() {
+				end(err)
+				g.end(0) // a stream's usage is not known here: the estimate stands
+			})
+		}
+		// A stream whose context ends (the client left, or a gRPC client that
+		// stopped reading had its upstream released) gives its breaker permit
+		// and its limits' room back then, not when its handler next reads or
+		// closes it: a handler blocked on a client that reads nothing would hold
+		// them as long as that client stays connected.
+		stop := context.AfterFunc(ctx, func() { report(context.Canceled) })
 		return watch(s, func(err error) {
-			end(err)
-			once.Do(func() { g.end(0) }) // a stream's usage is not known here: the estimate stands
+			stop()
+			report(err)
 		}), nil
 	}
 }
