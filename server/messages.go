@@ -164,7 +164,7 @@ func (s messagesService) create(ctx context.Context, req messageRequest) ([]byte
 	}
 	if u, ok := messageUsage(resp); ok {
 		rep.tokensIn, rep.tokensOut = inputTokens(u), u.OutputTokens
-		rep.anthropicUsage(u)
+		rep.anthropicUsage(u, true)
 	}
 	return resp, nil
 }

@@ -148,8 +148,11 @@ func noteUsage(rep *report, ev providers.Event) {
 	if in := inputTokens(*usage); in > 0 {
 		rep.tokensIn = in
 	}
-	rep.tokensOut = usage.OutputTokens
-	rep.anthropicUsage(*usage)
+	final := ev.Type == anthropicjson.EventMessageDelta
+	if final { // message_start's output_tokens is a placeholder, not what was made
+		rep.tokensOut = usage.OutputTokens
+	}
+	rep.anthropicUsage(*usage, final)
 }
 
 // chatEvents is a chat stream read as Anthropic events (anthropicjson.EventWriter):

@@ -115,17 +115,22 @@ func (r *report) record(ctx context.Context, method string, httpStatus int, err 
 	if endpoint != usage.EndpointMessages {
 		tk = usage.FromOpenAI(tk.Prompt, tk.Completion, int64(u.total), int64(u.cached), int64(u.reasoning))
 	}
-	if !u.reported && tk.Total() == 0 && (err == nil || u.ttft > 0) && r.target.Provider != "" {
+	if !u.reported && (err == nil || u.ttft > 0) && r.target.Provider != "" {
 		// The upstream reported no usage — it answered without it, or its stream
 		// was cut after it began (the upstream still bills it): the admission
 		// estimate stands in, marked.
 		if a := r.adm; a != nil && a.prompt > 0 {
-			// The prompt from the request's size; a stream that started was billed
+			// The prompt from the request's size (or as the stream's start told
+			// it: Anthropic's message_start); a stream that started was billed
 			// some completion too, at most the cap the request set.
-			tk = usage.Tokens{Prompt: int64(a.prompt), Estimated: true}
-			if u.ttft > 0 {
-				tk.Completion = int64(max(a.est-a.prompt, 0))
+			est := usage.Tokens{Prompt: int64(a.prompt), Cached: tk.Cached, CacheWrite: tk.CacheWrite, Estimated: true}
+			if tk.Prompt > 0 {
+				est.Prompt = tk.Prompt
 			}
+			if u.ttft > 0 {
+				est.Completion = int64(max(a.est-a.prompt, 0))
+			}
+			tk = est
 		}
 	}
 	rec.Tokens = tk
@@ -353,13 +358,18 @@ func usd(v float64) string {
 }
 
 // anthropicUsage takes Anthropic's cache reads and writes onto the report
-// (tokensIn already counts them: inputTokens).
-func (r *report) anthropicUsage(u anthropicjson.Usage) {
+// (tokensIn already counts them: inputTokens). final is an answer's own
+// usage (a message's, a stream's message_delta), not message_start's, whose
+// output is a placeholder: only a final usage that counts something is
+// reported; otherwise the ledger estimates what the upstream did not say (a
+// stream cut before its message_delta, a chat upstream behind /v1/messages
+// that sent no usage, which the translation writes as zeros).
+func (r *report) anthropicUsage(u anthropicjson.Usage, final bool) {
 	if u.CacheReadInputTokens != nil {
 		r.usage.cached = *u.CacheReadInputTokens
 	}
 	if u.CacheCreationInputTokens != nil {
 		r.usage.cacheWrite = *u.CacheCreationInputTokens
 	}
-	r.usage.reported = true
+	r.usage.reported = r.usage.reported || final && (inputTokens(u) > 0 || u.OutputTokens > 0)
 }
