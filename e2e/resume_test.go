@@ -485,3 +485,27 @@ func TestResumeAfterARetriedPrimary(t *testing.T) {
 	require.True(t, done)
 	require.Equal(t, resumeFull, text)
 }
+
+// A client that leaves while its broken stream is being continued (the next
+// target slow to answer) is a client leaving: Canceled on its request line,
+// and no "resume refused" warning (no target refused anything); before, it
+// was the cut's 502 stream_incomplete.
+func TestALeaveDuringAResumeIsTheClients(t *testing.T) {
+	t.Parallel()
+	s := resumeGateway(t, "    stream_resume: true\n", "backup/gpt-4o-mini")
+	s.backup.SetDefault(fakeupstream.Reply{Text: resumeRest, Delay: 10 * time.Second})
+	s.g.up.Script(cut)
+	ctx, cancel := context.WithCancel(context.Background())
+	req := grpcReq()
+	req.Model = "resumed"
+	st, err := pb.NewChatServiceClient(s.g.conn).StreamChatCompletion(ctx, req)
+	require.NoError(t, err)
+	_, err = st.Recv()
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return s.backup.Count() == 1 }, 5*time.Second, 10*time.Millisecond, "the continuation is opening")
+	cancel()
+	require.Eventually(t, func() bool { return strings.Contains(s.g.logs.String(), `"msg":"request"`) }, 5*time.Second, 10*time.Millisecond)
+	logs := s.g.logs.String()
+	require.Contains(t, lineWith(logs, `"msg":"request"`), `"code":"Canceled"`)
+	require.NotContains(t, logs, "stream resume refused")
+}

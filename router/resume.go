@@ -109,7 +109,13 @@ func (s *resumeStream) Recv() (*pb.ChatCompletionChunk, error) {
 			s.see(c)
 			return c, nil
 		}
-		if errors.Is(err, io.EOF) || !s.resume(err) {
+		if errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if !s.resume(err) {
+			if cerr := s.ctx.Err(); cerr != nil && errors.Is(err, providers.ErrStreamIncomplete) {
+				return nil, cerr // the client left while its stream was being resumed: its leaving, not the cut
+			}
 			return nil, err
 		}
 	}
@@ -191,8 +197,10 @@ func (s *resumeStream) resume(cause error) bool {
 			obs.StreamResume(from, route.String(), outcome)
 		}
 		if err != nil {
-			s.r.log.Warn("stream resume refused", "from", from, "to", route.String(), "outcome", outcome,
-				"error", err.Error(), "request_id", s.call.RequestID)
+			if s.ctx.Err() == nil { // else the client left: no target refused anything
+				s.r.log.Warn("stream resume refused", "from", from, "to", route.String(), "outcome", outcome,
+					"error", err.Error(), "request_id", s.call.RequestID)
+			}
 			continue
 		}
 		_ = s.cur.Close()
