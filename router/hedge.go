@@ -133,16 +133,13 @@ func hedge[T any](r *Router, ctx context.Context, c *chain, first int, call Call
 		}
 	}()
 
-	var res racer[T]
-	select {
-	case res = <-results:
+	if res, ok := awaitPrimary(results, fired); ok {
 		// The primary finished (either way) before hedge_after: no hedge.
 		stopTimer()
 		res.raise()
 		r.record(routes[0], res.err)
 		winner = 0
 		return res.v, routes[0], res.err, false
-	case <-fired:
 	}
 	obs, _ := r.obs.(HedgeObserver)
 	note := func(outcome string) {
@@ -154,7 +151,7 @@ func hedge[T any](r *Router, ctx context.Context, c *chain, first int, call Call
 		note(HedgeCapped)
 		r.log.Debug("hedge capped", "virtual_model", c.vm.Source, "primary", routes[0].String(),
 			"after_ms", float64(after)/float64(time.Millisecond), "request_id", call.RequestID)
-		res = <-results
+		res := <-results
 		res.raise()
 		r.record(routes[0], res.err)
 		winner = 0
@@ -241,5 +238,24 @@ func hedge[T any](r *Router, ctx context.Context, c *chain, first int, call Call
 func (res *racer[T]) raise() {
 	if res.panicked != nil {
 		panic(res.panicked)
+	}
+}
+
+// awaitPrimary waits for the primary's result or the hedge timer, whichever
+// comes first; a result already in when the timer fires is taken (select would
+// pick either at random): a call already answered starts no backup, which
+// would cost a hedge's credit and an upstream call, and could answer a request
+// the chain stops at (a 400).
+func awaitPrimary[T any](results <-chan racer[T], fired <-chan struct{}) (racer[T], bool) {
+	select {
+	case res := <-results:
+		return res, true
+	case <-fired:
+		select {
+		case res := <-results:
+			return res, true
+		default:
+			return racer[T]{}, false
+		}
 	}
 }

@@ -267,3 +267,20 @@ func TestAHedgeLoserOfAnyEndpointIsBilled(t *testing.T) {
 	require.Equal(t, Route{"b", "m"}, route)
 	require.Equal(t, []CutUsage{{Route: Route{"p", "m"}, PromptTokens: 40}}, trace.Lost)
 }
+
+// TestAnAnswerInWhenTheTimerFiresIsTaken: a primary's result already in when
+// the hedge timer fires is the call's answer, every time: no backup starts.
+func TestAnAnswerInWhenTheTimerFiresIsTaken(t *testing.T) {
+	t.Parallel()
+	fired := make(chan struct{})
+	close(fired)
+	for range 200 {
+		results := make(chan racer[int], 1)
+		results <- racer[int]{v: 7}
+		res, ok := awaitPrimary(results, fired)
+		require.True(t, ok, "the answer in hand is taken")
+		require.Equal(t, 7, res.v)
+	}
+	_, ok := awaitPrimary(make(chan racer[int], 1), fired)
+	require.False(t, ok, "no answer yet: the timer starts the backup")
+}
