@@ -34,7 +34,7 @@ type Spend struct {
 	// unseeded are the store's totals Redis could not take at start (Seed):
 	// the next push offers them first, before any spend of theirs.
 	unseeded map[pendingKey]float64
-	pushMu  sync.Mutex
+	pushMu   sync.Mutex
 
 	kick chan struct{} // an Add since the last push
 	stop chan struct{}

@@ -331,13 +331,18 @@ func TestAKeyChangeOnAStaleReplicaKeepsTheOthers(t *testing.T) {
 		t.Cleanup(reg.Close)
 		return reg
 	}
-	t.Run("a revocation stands", func(t *testing.T) {
+	// setup is a replica that made a key and a stale one that has read it.
+	setup := func(t *testing.T) (*replica, *keys.Registry, keys.Key, string) {
 		s := redistest.New(t)
 		a, b := newReplica(t, s, time.Hour), stale(t, s)
 		k, secret, err := a.keys.Create(ctx, keys.Spec{Name: "svc", Models: []string{"*"}})
 		require.NoError(t, err)
 		require.NoError(t, b.Reload(ctx))
-		_, err = a.keys.Revoke(ctx, k.ID)
+		return a, b, k, secret
+	}
+	t.Run("a revocation stands", func(t *testing.T) {
+		a, b, k, secret := setup(t)
+		_, err := a.keys.Revoke(ctx, k.ID)
 		require.NoError(t, err)
 		_, err = b.Update(ctx, k.ID, func(sp *keys.Spec) error { sp.Name = "renamed"; return nil })
 		require.ErrorIs(t, err, keys.ErrRevoked, "the stale replica's change is refused as Redis holds the key")
@@ -349,12 +354,8 @@ func TestAKeyChangeOnAStaleReplicaKeepsTheOthers(t *testing.T) {
 		require.Equal(t, "svc", got.Name)
 	})
 	t.Run("both fields are kept", func(t *testing.T) {
-		s := redistest.New(t)
-		a, b := newReplica(t, s, time.Hour), stale(t, s)
-		k, _, err := a.keys.Create(ctx, keys.Spec{Name: "svc", Models: []string{"*"}})
-		require.NoError(t, err)
-		require.NoError(t, b.Reload(ctx))
-		_, err = a.keys.Update(ctx, k.ID, func(sp *keys.Spec) error { sp.Name = "renamed"; return nil })
+		a, b, k, _ := setup(t)
+		_, err := a.keys.Update(ctx, k.ID, func(sp *keys.Spec) error { sp.Name = "renamed"; return nil })
 		require.NoError(t, err)
 		got, err := b.Update(ctx, k.ID, func(sp *keys.Spec) error { sp.Limits.RPM = 7; return nil })
 		require.NoError(t, err)
@@ -362,11 +363,7 @@ func TestAKeyChangeOnAStaleReplicaKeepsTheOthers(t *testing.T) {
 		require.Equal(t, 7, got.Limits.RPM)
 	})
 	t.Run("racing changes all land", func(t *testing.T) {
-		s := redistest.New(t)
-		a, b := newReplica(t, s, time.Hour), stale(t, s)
-		k, _, err := a.keys.Create(ctx, keys.Spec{Name: "svc", Models: []string{"*"}})
-		require.NoError(t, err)
-		require.NoError(t, b.Reload(ctx))
+		a, b, k, _ := setup(t)
 		var wg sync.WaitGroup
 		for i := range 20 {
 			reg := a.keys
