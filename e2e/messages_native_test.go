@@ -196,3 +196,18 @@ func TestMessagesMixedChains(t *testing.T) {
 	line := findLine(t, g, "StreamMessage")
 	require.EqualValues(t, 1, line["failovers"])
 }
+
+// A native /v1/messages stream whose message_delta gave the stop_reason is
+// whole: a reset before message_stop ends it with Switchyard's own
+// message_stop (as [DONE] on the chat wire), a success, not an error event.
+func TestMessagesNativeStreamCutAfterItsStopReasonIsComplete(t *testing.T) {
+	t.Parallel()
+	g, anth := startNative(t)
+	anth.Script(fakeupstream.Reply{Events: fakeupstream.AnthropicStream("msg_c", claudeModel, "one two three"), CutAfter: 8})
+	resp, got := postRaw(t, g, "/v1/messages", `{"model":"anth/`+claudeModel+`","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(got))
+	body := strings.TrimSpace(string(got))
+	require.True(t, strings.HasSuffix(body, "event: message_stop\ndata: {\"type\":\"message_stop\"}"), body)
+	require.NotContains(t, body, "event: error")
+	require.EqualValues(t, "OK", findLine(t, g, "StreamMessage")["code"])
+}

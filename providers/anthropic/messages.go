@@ -3,6 +3,7 @@ package anthropic
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -87,8 +88,14 @@ type eventStream struct {
 	conn *sse.Conn
 	// held are the events read before the first content, copied.
 	held     []providers.Event
-	complete bool // message_stop was read
+	complete bool // message_stop was read (or written: see Next)
+	finished bool // message_delta gave the stop_reason: the answer is whole
 }
+
+// messageStop is the event that ends a message, written by Switchyard for a
+// stream whose answer was whole (message_delta's stop_reason) when what came
+// after it failed, as it writes [DONE] on the chat wire.
+var messageStop = providers.Event{Type: anthropicjson.EventMessageStop, Data: []byte(`{"type":"message_stop"}`)}
 
 // readFirst reads up to the first event with content, judged by translating the
 // events to chunks (see providers.HasContent): what counts as content is the same
@@ -106,7 +113,7 @@ func (s *eventStream) readFirst() error {
 			return s.c.answerError("sent an unreadable stream event", err)
 		}
 		s.held = append(s.held, providers.Event{Type: ev.Type, Data: append([]byte(nil), ev.Data...)})
-		s.complete = tr.Complete()
+		s.complete, s.finished = tr.Complete(), tr.Finished()
 		if s.complete {
 			return nil
 		}
@@ -133,7 +140,10 @@ func eventType(ev providers.Event) string {
 	return head.Type
 }
 
-// Next returns the next event; io.EOF after message_stop.
+// Next returns the next event; io.EOF after message_stop. Once message_delta
+// gave the stop_reason the answer is whole: a cut, a stall, an unreadable or an
+// error event after it ends the stream with Switchyard's own message_stop
+// (SPEC: a stream that sent its final event stays complete).
 func (s *eventStream) Next() (providers.Event, error) {
 	if len(s.held) > 0 {
 		ev := s.held[0]
@@ -144,21 +154,49 @@ func (s *eventStream) Next() (providers.Event, error) {
 		s.conn.End()
 		return providers.Event{}, io.EOF
 	}
-	ev, err := s.conn.Next(false)
+	ev, err := s.conn.Next(s.finished)
+	if errors.Is(err, io.EOF) && s.finished {
+		return s.stop()
+	}
 	if err != nil {
 		return ev, err
 	}
 	if !json.Valid(ev.Data) {
+		if s.finished {
+			return s.stop()
+		}
 		return providers.Event{}, s.conn.Incomplete(providers.StreamMalformedChunk, "the provider sent an event that is not JSON")
 	}
 	ev.Type = eventType(ev)
 	switch ev.Type {
 	case anthropicjson.EventMessageStop:
 		s.complete = true
+	case anthropicjson.EventMessageDelta:
+		s.finished = s.finished || hasStopReason(ev.Data)
 	case anthropicjson.EventError:
+		if s.finished {
+			return s.stop()
+		}
 		return providers.Event{}, s.errorEvent(ev.Data)
 	}
 	return ev, nil
+}
+
+// stop ends a whole answer's stream with Switchyard's message_stop.
+func (s *eventStream) stop() (providers.Event, error) {
+	s.conn.End()
+	s.complete = true
+	return messageStop, nil
+}
+
+// hasStopReason reports whether a message_delta gives the stop_reason.
+func hasStopReason(data []byte) bool {
+	var d struct {
+		Delta struct {
+			StopReason *string `json:"stop_reason"`
+		} `json:"delta"`
+	}
+	return json.Unmarshal(data, &d) == nil && d.Delta.StopReason != nil
 }
 
 // errorEvent ends the stream on an error event after its first content: the

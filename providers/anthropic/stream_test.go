@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard/switchyard/anthropicjson"
 	"github.com/switchyard/switchyard/internal/fakeupstream"
 	"github.com/switchyard/switchyard/providers"
 )
@@ -135,9 +136,10 @@ func TestStreamFaults(t *testing.T) {
 		code   string
 		// after it: the StreamError kind
 		kind string
-		// translated to chat, the stream is complete: the fault came after the
-		// finish chunk (message_delta's stop_reason), the answer is whole (SPEC)
-		chatComplete bool
+		// the stream is complete: the fault came after message_delta's
+		// stop_reason, the answer is whole (SPEC): translated to chat it ends
+		// after the finish chunk, natively with Switchyard's message_stop
+		complete bool
 	}{
 		{"error event before content", fakeupstream.Reply{Events: append(append([]string{}, full[:2]...), overloaded)}, 529, "overloaded_error", "", false},
 		{"error event first", fakeupstream.Reply{Events: []string{overloaded}}, 529, "overloaded_error", "", false},
@@ -162,6 +164,7 @@ func TestStreamFaults(t *testing.T) {
 				up.Script(tc.reply)
 				var err error
 				var got int
+				var last providers.Event
 				if native {
 					var s providers.EventStream
 					s, err = c.StreamMessages(ctx, providers.Attempt{Model: model}, []byte(`{"model":"x","max_tokens":5,"stream":true,"messages":[]}`))
@@ -169,6 +172,9 @@ func TestStreamFaults(t *testing.T) {
 						var evs []providers.Event
 						evs, err = readEvents(t, s)
 						got = len(evs)
+						if got > 0 {
+							last = evs[got-1]
+						}
 						s.Close()
 					}
 				} else {
@@ -188,9 +194,15 @@ func TestStreamFaults(t *testing.T) {
 						s.Close()
 					}
 				}
-				if tc.chatComplete && !native {
-					require.ErrorIs(t, err, io.EOF, "after the finish chunk the translated stream is complete")
-					require.Equal(t, 5, got, "role, three deltas, the finish chunk (the usage chunk comes with message_stop)")
+				if tc.complete {
+					require.ErrorIs(t, err, io.EOF, "native=%v: after the stop_reason the stream is complete", native)
+					if native {
+						require.Equal(t, 9, got, "the upstream's eight events and Switchyard's message_stop")
+						require.Equal(t, anthropicjson.EventMessageStop, last.Type)
+						require.JSONEq(t, `{"type":"message_stop"}`, string(last.Data))
+					} else {
+						require.Equal(t, 5, got, "role, three deltas, the finish chunk (the usage chunk comes with message_stop)")
+					}
 					continue
 				}
 				require.NotErrorIs(t, err, io.EOF, "native=%v: an incomplete stream never ends cleanly", native)
