@@ -3,8 +3,11 @@ package anthropicjson
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -107,4 +110,64 @@ func FuzzChunkTranslator(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzToChat: whatever body a client sends /v1/messages, ToChat does not
+// panic, and a member of the wrong type it names by a path with list indices
+// is a member the body has, as the body spells it.
+func FuzzToChat(f *testing.F) {
+	for _, b := range []string{
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","max_tokens":5,"system":5,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":5}]}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","input_schema":{}},{"name":5}]}`,
+		`{"model":"m","max_tokens":5,"system":[{"type":"text","text":[]}],"messages":[]}`,
+	} {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		_, err := ToChat(body)
+		if err == nil {
+			return
+		}
+		var se *SurfaceError
+		if !errors.As(err, &se) {
+			return // the head's errors (not an object, no model): ReadHead's own
+		}
+		if !strings.Contains(se.Param, "[") || !strings.HasPrefix(se.Message, "Input should be a valid") {
+			return // a missing member ("Field required") is named by its schema's name
+		}
+		var root any
+		require.NoError(t, json.Unmarshal(body, &root), "an indexed path is found only in JSON")
+		require.True(t, hasPath(root, se.Param), "%q names no member of %s", se.Param, body)
+	})
+}
+
+// hasPath reports whether v has the member at path ("a[1].b").
+func hasPath(v any, path string) bool {
+	for path != "" {
+		if path[0] == '[' {
+			end := strings.IndexByte(path, ']')
+			i, err := strconv.Atoi(path[1:end])
+			l, ok := v.([]any)
+			if err != nil || !ok || i >= len(l) {
+				return false
+			}
+			v, path = l[i], strings.TrimPrefix(path[end+1:], ".")
+			continue
+		}
+		name := path
+		if i := strings.IndexAny(path, ".["); i >= 0 {
+			name = path[:i]
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		if v, ok = m[name]; !ok {
+			return false
+		}
+		path = strings.TrimPrefix(path[len(name):], ".")
+	}
+	return true
 }

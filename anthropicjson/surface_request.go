@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -39,7 +40,7 @@ func ToChat(body []byte) (*pb.ChatCompletionRequest, error) {
 	}
 	var r Request
 	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, surfaceDecodeError(err)
+		return nil, surfaceDecodeError(body, err)
 	}
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for k := range r.Extra {
@@ -94,18 +95,100 @@ func ToChat(body []byte) (*pb.ChatCompletionRequest, error) {
 }
 
 // surfaceDecodeError is the 400 for a body ReadHead accepted but the types cannot read.
-func surfaceDecodeError(err error) error {
+func surfaceDecodeError(body []byte, err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
 		// The decoders' own types ("plain", embedded to keep their methods off)
 		// are no member of the request.
 		field := strings.ReplaceAll(strings.TrimSuffix(te.Field, ".plain"), ".plain.", ".")
+		fits, want := fitsKind(te.Type.Kind()), "Input should be a valid "+kindName(te.Type.Kind().String())
 		if te.Type == reflect.TypeFor[Content]() {
-			return badField(field, "Input should be a valid string or list of content blocks")
+			fits, want = fitsContent, "Input should be a valid string or list of content blocks"
 		}
-		return badField(field, "Input should be a valid "+kindName(te.Type.Kind().String()))
+		return badField(indexedPath(body, field, fits), want)
 	}
 	return badField("", "the request body could not be read: "+err.Error())
+}
+
+// indexedPath finds in body the first value at field (encoding/json's dotted
+// path, which has no list indices) that does not fit, and names it with its
+// indices ("messages[1].content[0].text"); field as it is when none is found.
+// Only an error's path is looked for, so the body is decoded once more, whole.
+func indexedPath(body []byte, field string, fits func(any) bool) string {
+	var root any
+	if json.Unmarshal(body, &root) != nil {
+		return field
+	}
+	names := strings.Split(field, ".")
+	var walk func(v any, i int, at string) (string, bool)
+	walk = func(v any, i int, at string) (string, bool) {
+		if i == len(names) {
+			return at, !fits(v)
+		}
+		switch x := v.(type) {
+		case []any:
+			for j, e := range x {
+				if p, ok := walk(e, i, at+"["+strconv.Itoa(j)+"]"); ok {
+					return p, true
+				}
+			}
+		case map[string]any:
+			if key, ok := member(x, names[i]); ok {
+				return walk(x[key], i+1, strings.TrimPrefix(at+"."+key, "."))
+			}
+		}
+		return "", false
+	}
+	if p, ok := walk(root, 0, ""); ok {
+		return p
+	}
+	return field
+}
+
+// member is the key of m that encoding/json reads as name: name itself, else
+// one equal to it but for case (the body's own spelling names it).
+func member(m map[string]any, name string) (string, bool) {
+	if _, ok := m[name]; ok {
+		return name, true
+	}
+	for k := range m {
+		if strings.EqualFold(k, name) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// fitsKind is whether a JSON value decodes into a Go value of kind k (null
+// decodes into anything).
+func fitsKind(k reflect.Kind) func(any) bool {
+	return func(v any) bool {
+		switch v.(type) {
+		case nil:
+			return true
+		case string:
+			return k == reflect.String
+		case bool:
+			return k == reflect.Bool
+		case float64:
+			return k >= reflect.Int && k <= reflect.Float64
+		case []any:
+			return k == reflect.Slice || k == reflect.Array
+		case map[string]any:
+			return k == reflect.Struct || k == reflect.Map || k == reflect.Pointer
+		}
+		return false
+	}
+}
+
+// fitsContent is whether a JSON value is a content: a string, a list of
+// blocks, or null.
+func fitsContent(v any) bool {
+	switch v.(type) {
+	case nil, string, []any:
+		return true
+	}
+	return false
 }
 
 func kindName(goKind string) string {

@@ -115,7 +115,7 @@ func TestToChatRefusesWhatChatCannotCarry(t *testing.T) {
 // TestAMemberOfTheWrongTypeIsNamed: a member the types cannot read is named by
 // where it is, without the decoders' own type names, and a content that is
 // neither a string nor a list of blocks says so where it is (system, a
-// message's content), not as a whole-body error.
+// message's content), not as a whole-body error; lists give their indices.
 func TestAMemberOfTheWrongTypeIsNamed(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -124,11 +124,16 @@ func TestAMemberOfTheWrongTypeIsNamed(t *testing.T) {
 		{"system a number", `{"model":"m","max_tokens":5,"system":5,"messages":[{"role":"user","content":"hi"}]}`,
 			"system", "Input should be a valid string or list of content blocks"},
 		{"content a number", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":5}]}`,
-			"messages.content", "Input should be a valid string or list of content blocks"},
+			"messages[0].content", "Input should be a valid string or list of content blocks"},
 		{"a block's text a number", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":5}]}]}`,
-			"messages.content.text", "Input should be a valid string"},
+			"messages[0].content[0].text", "Input should be a valid string"},
+		{"a later block's text a number", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"ok"},` +
+			`{"role":"user","content":[{"type":"text","text":"fine"},{"type":"text","text":[1]}]}]}`,
+			"messages[2].content[1].text", "Input should be a valid string"},
 		{"a system block's text a number", `{"model":"m","max_tokens":5,"system":[{"type":"text","text":5}],"messages":[{"role":"user","content":"hi"}]}`,
-			"system.text", "Input should be a valid string"},
+			"system[0].text", "Input should be a valid string"},
+		{"a tool's name a number", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","input_schema":{}},{"name":5}]}`,
+			"tools[1].name", "Input should be a valid string"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
