@@ -148,15 +148,20 @@ func unmarshal(data mem.BufferSlice, v any, lend *bufpool.Ref) error {
 		proto.Reset(req)
 		defer dropMarks(req) // no caller-made transcodedMark
 	}
-	fast, err := check(b, m.ProtoReflect().Descriptor(), 0, 1)
+	fast, nonFinite, err := check(b, m.ProtoReflect().Descriptor(), 0, 1)
 	if err != nil {
 		return err
 	}
-	if fast && m.UnmarshalVT(b) == nil {
-		return nil
+	if !fast || m.UnmarshalVT(b) != nil {
+		proto.Reset(m)
+		if err := proto.Unmarshal(b, m); err != nil {
+			return err
+		}
 	}
-	proto.Reset(m)
-	return proto.Unmarshal(b, m)
+	if nonFinite { // judged on what the message holds (a later value may replace one)
+		return finite(m.ProtoReflect())
+	}
+	return nil
 }
 
 // check walks b as a message of type md (depth messages and jsonDepth JSON levels
@@ -167,9 +172,9 @@ func unmarshal(data mem.BufferSlice, v any, lend *bufpool.Ref) error {
 // into every submessage proto.Unmarshal would decode, so that err is ErrTooDeep
 // for any message nested past openaijson.MaxDepth; it stops only at bytes that
 // do not parse, where proto.Unmarshal stops too.
-func check(b []byte, md protoreflect.MessageDescriptor, depth, jsonDepth int) (fast bool, err error) {
+func check(b []byte, md protoreflect.MessageDescriptor, depth, jsonDepth int) (fast, nonFinite bool, err error) {
 	if jsonDepth > openaijson.MaxDepth {
-		return false, ErrTooDeep
+		return false, false, ErrTooDeep
 	}
 	fast = depth <= maxDepth
 	fields := md.Fields()
@@ -180,13 +185,10 @@ func check(b []byte, md protoreflect.MessageDescriptor, depth, jsonDepth int) (f
 	wkt := md.ParentFile().Package() == "google.protobuf"
 	strict := entry || wkt
 	var seen uint8
-	whole := b
-	var key []byte // a map entry's key, for an error's path
 	for len(b) > 0 {
-		at := len(whole) - len(b)
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 || !num.IsValid() {
-			return false, nil
+			return false, nonFinite, nil
 		}
 		b = b[n:]
 		fd := fields.ByNumber(num)
@@ -204,19 +206,15 @@ func check(b []byte, md protoreflect.MessageDescriptor, depth, jsonDepth int) (f
 		}
 		if typ != protowire.BytesType {
 			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return false, nil
+				return false, nonFinite, nil
 			}
-			if fd != nil {
-				if f, _, bad := nonFinite(fd, typ, b[:n]); bad {
-					return false, nonFiniteError(md, fd, f, occurrences(whole, at, num))
-				}
-			}
+			nonFinite = nonFinite || fd != nil && notFinite(fd, typ, b[:n])
 			b = b[n:]
 			continue
 		}
 		v, n := protowire.ConsumeBytes(b)
 		if n < 0 {
-			return false, nil
+			return false, nonFinite, nil
 		}
 		b = b[n:]
 		if fd == nil {
@@ -227,25 +225,17 @@ func check(b []byte, md protoreflect.MessageDescriptor, depth, jsonDepth int) (f
 			if !utf8.Valid(v) {
 				fast = false
 			}
-			if entry && num == 1 {
-				key = v
-			}
 		case protoreflect.MessageKind:
-			ok, err := check(v, fd.Message(), depth+1, jsonDepth+jsonLevels(fd, wkt))
+			ok, nf, err := check(v, fd.Message(), depth+1, jsonDepth+jsonLevels(fd, wkt))
 			if err != nil {
-				if oe, is := err.(*openaijson.Error); is {
-					addMember(oe, md, fd, occurrences(whole, at, num), string(key))
-				}
-				return false, err
+				return false, false, err
 			}
-			fast = fast && ok
+			fast, nonFinite = fast && ok, nonFinite || nf
 		case protoreflect.DoubleKind, protoreflect.FloatKind: // packed
-			if f, i, bad := nonFinite(fd, typ, v); bad {
-				return false, nonFiniteError(md, fd, f, occurrences(whole, at, num)+i)
-			}
+			nonFinite = nonFinite || notFinite(fd, typ, v)
 		}
 	}
-	return fast, nil
+	return fast, nonFinite, nil
 }
 
 // jsonLevels is how many levels of JSON nesting message field fd (of a

@@ -608,6 +608,24 @@ func TestANumberJSONCannotCarryIsRefused(t *testing.T) {
 			require.Contains(t, oe.Msg, "not a number JSON can carry")
 		})
 	}
+	t.Run("a NaN a later value replaces passes", func(t *testing.T) {
+		// Two encodings in a row are one message, merged: protobuf-go reads 0.5.
+		first, err := proto.Marshal(&pb.ChatCompletionRequest{Model: "m", Temperature: proto.Float64(nan)})
+		require.NoError(t, err)
+		second, err := proto.Marshal(&pb.ChatCompletionRequest{Temperature: proto.Float64(0.5),
+			Messages: []*pb.ChatMessage{{Role: "user", Content: num(nan)}, {Role: "user", Content: structpb.NewStringValue("x")}}})
+		require.NoError(t, err)
+		got := &pb.ChatCompletionRequest{}
+		err = Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(append(first, second...))}, got)
+		var oe *openaijson.Error
+		require.ErrorAs(t, err, &oe, "the message's own NaN is still refused")
+		require.Equal(t, "messages[0].content", oe.Param)
+		third, err := proto.Marshal(&pb.ChatCompletionRequest{Temperature: proto.Float64(0.5)})
+		require.NoError(t, err)
+		got = &pb.ChatCompletionRequest{}
+		require.NoError(t, Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(append(first, third...))}, got))
+		require.Equal(t, 0.5, got.GetTemperature())
+	})
 	t.Run("finite numbers pass", func(t *testing.T) {
 		req := &pb.ChatCompletionRequest{Model: "m", Temperature: proto.Float64(0.7), Messages: []*pb.ChatMessage{user},
 			Extra: &structpb.Struct{Fields: map[string]*structpb.Value{"k": num(math.MaxFloat64)}}}

@@ -14,14 +14,15 @@ import (
 
 // A double or float that is NaN or ±Infinity has no JSON form: written
 // upstream it would be null (a temperature dropped, a tool's parameter
-// changed), so a request carrying one is refused (InvalidArgument naming the
+// changed), so a request holding one is refused (InvalidArgument naming the
 // member, as a REST body of the same meaning, which JSON cannot even carry, is
-// a 400). check finds them as it walks the bytes; nonFiniteError builds the
-// member's path on the error's way out, as openaijson names it.
+// a 400). check notes such bytes as it walks them, at no cost to a message
+// without any; the message is then judged as decoded (a later value of a field
+// replaces an earlier one, as protobuf-go reads it), by finite.
 
-// nonFinite reports the first value of fd's in v (one value of wire type typ,
-// or a packed list) that is not a finite number, and its place in the list.
-func nonFinite(fd protoreflect.FieldDescriptor, typ protowire.Type, v []byte) (float64, int, bool) {
+// notFinite reports whether a value of fd's in v (one value of wire type typ,
+// or a packed list) is not a finite number.
+func notFinite(fd protoreflect.FieldDescriptor, typ protowire.Type, v []byte) bool {
 	var size int
 	switch fd.Kind() {
 	case protoreflect.DoubleKind:
@@ -29,10 +30,10 @@ func nonFinite(fd protoreflect.FieldDescriptor, typ protowire.Type, v []byte) (f
 	case protoreflect.FloatKind:
 		size = 4
 	default:
-		return 0, 0, false
+		return false
 	}
 	if typ != protowire.BytesType {
-		v = v[:size] // a fixed32/fixed64 value, checked by the caller to be whole
+		v = v[:size] // a fixed32/fixed64 value, whole (ConsumeFieldValue checked)
 	}
 	for i := 0; i+size <= len(v); i += size {
 		var f float64
@@ -42,61 +43,76 @@ func nonFinite(fd protoreflect.FieldDescriptor, typ protowire.Type, v []byte) (f
 			f = float64(math.Float32frombits(binary.LittleEndian.Uint32(v[i:])))
 		}
 		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return f, i / size, true
+			return true
 		}
 	}
-	return 0, 0, false
+	return false
 }
 
-// nonFiniteError is the refusal of a value f of field fd, at index i of a list.
-func nonFiniteError(md protoreflect.MessageDescriptor, fd protoreflect.FieldDescriptor, f float64, i int) *openaijson.Error {
-	e := &openaijson.Error{Msg: strconv.FormatFloat(f, 'g', -1, 64) + " is not a number JSON can carry (NaN and Infinity cannot be sent)"}
-	addMember(e, md, fd, i, "")
-	return e
+// finite returns the refusal of the first number m holds that is not finite,
+// naming it as openaijson writes the message ("tools[0].function.parameters.x");
+// nil when there is none.
+func finite(m protoreflect.Message) error {
+	if f, path, bad := firstNonFinite(m); bad {
+		return &openaijson.Error{Param: strings.TrimPrefix(path, "."),
+			Msg: strconv.FormatFloat(f, 'g', -1, 64) + " is not a number JSON can carry (NaN and Infinity cannot be sent)"}
+	}
+	return nil
 }
 
-// addMember puts field fd of a message of type md in front of e's path: the
-// member's name, and its index in a list or its key in a map. A Value's fields
-// and a message's extra Struct are no member of their own (the Value is its
-// parent's member; extra's members are written into the message's object).
-func addMember(e *openaijson.Error, md protoreflect.MessageDescriptor, fd protoreflect.FieldDescriptor, i int, key string) {
-	var p string
-	switch {
-	case md.FullName() == "google.protobuf.Value", md.FullName() == "google.protobuf.Struct":
-	case md.FullName() == "google.protobuf.ListValue":
-		p = "[" + strconv.Itoa(i) + "]"
-	case md.IsMapEntry():
-		p = "." + key
-	case fd.Name() == openaijson.ExtraField && fd.Message() != nil && fd.Message().FullName() == "google.protobuf.Struct":
-	case fd.IsList():
-		p = "." + string(fd.Name()) + "[" + strconv.Itoa(i) + "]"
-	default:
-		p = "." + string(fd.Name())
-	}
-	if p != "" && e.Param != "" && !strings.HasPrefix(e.Param, "[") {
-		p += "."
-	}
-	e.Param = strings.TrimPrefix(p+e.Param, ".")
+// firstNonFinite finds it, with its path (each member ".name", each element "[i]").
+func firstNonFinite(m protoreflect.Message) (f float64, path string, bad bool) {
+	md := m.Descriptor()
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		name := memberName(md, fd)
+		switch {
+		case fd.IsList():
+			l := v.List()
+			for i := range l.Len() {
+				if f, path, bad = valueNonFinite(fd, l.Get(i)); bad {
+					path = name + "[" + strconv.Itoa(i) + "]" + path
+					return false
+				}
+			}
+		case fd.IsMap():
+			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				if f, path, bad = valueNonFinite(fd.MapValue(), mv); bad {
+					path = name + "." + k.String() + path
+				}
+				return !bad
+			})
+		default:
+			if f, path, bad = valueNonFinite(fd, v); bad {
+				path = name + path
+			}
+		}
+		return !bad
+	})
+	return f, path, bad
 }
 
-// occurrences counts field num's values in b before offset at: a repeated
-// message field's index, read again only on the way out of an error.
-func occurrences(b []byte, at int, num protowire.Number) int {
-	n := 0
-	for off := 0; off < at; {
-		got, typ, l := protowire.ConsumeTag(b[off:])
-		if l < 0 {
-			break
-		}
-		off += l
-		m := protowire.ConsumeFieldValue(got, typ, b[off:])
-		if m < 0 {
-			break
-		}
-		off += m
-		if got == num {
-			n++
-		}
+func valueNonFinite(fd protoreflect.FieldDescriptor, v protoreflect.Value) (float64, string, bool) {
+	switch fd.Kind() {
+	case protoreflect.DoubleKind, protoreflect.FloatKind:
+		f := v.Float()
+		return f, "", math.IsNaN(f) || math.IsInf(f, 0)
+	case protoreflect.MessageKind:
+		return firstNonFinite(v.Message())
 	}
-	return n
+	return 0, "", false
+}
+
+// memberName is field fd of a message of type md as a member of the JSON path:
+// ".name"; none for a Value's fields, a Struct's map (its keys are the members)
+// and a message's extra Struct (its members are written into the message's
+// object); a ListValue's values are its elements.
+func memberName(md protoreflect.MessageDescriptor, fd protoreflect.FieldDescriptor) string {
+	switch md.FullName() {
+	case "google.protobuf.Value", "google.protobuf.Struct", "google.protobuf.ListValue":
+		return ""
+	}
+	if fd.Name() == openaijson.ExtraField && fd.Message() != nil && fd.Message().FullName() == "google.protobuf.Struct" {
+		return ""
+	}
+	return "." + string(fd.Name())
 }

@@ -120,8 +120,8 @@ func transcodeChat(data mem.BufferSlice, req *pb.ChatCompletionRequest, lend *bu
 		ref = bufpool.Ref{}
 	}
 	if ok {
-		fast, err := check(rest, req.ProtoReflect().Descriptor(), 0, 1)
-		ok = err == nil && fast && req.UnmarshalVT(rest) == nil
+		fast, nonFinite, err := check(rest, req.ProtoReflect().Descriptor(), 0, 1)
+		ok = err == nil && fast && !nonFinite && req.UnmarshalVT(rest) == nil
 	}
 	if !ok {
 		ref.Release()

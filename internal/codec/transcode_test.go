@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -303,14 +304,20 @@ func TestSplitRequestsTheFastPathGivesUp(t *testing.T) {
 			require.NoError(t, proto.Unmarshal(data, want))
 			require.True(t, proto.Equal(want, got), "got %v", got)
 			if name == "only messages_json" && !raceEnabled {
-				var before, after runtime.MemStats
-				runtime.ReadMemStats(&before)
-				require.NoError(t, (Codec{}).Unmarshal(bufs, &pb.ChatCompletionRequest{}))
-				runtime.ReadMemStats(&after)
 				// The field crossing frames is copied out, then decoded into its
 				// own bytes (~2 x len(data)); a conversation's buffer taken for
 				// nothing made it ~3 x (639 KB against 410 for this 200 KB request).
-				require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(len(data))*5/2)
+				// The least of three reads: TotalAlloc is the whole process's, and
+				// the runtime's own work sometimes lands in one of them.
+				least := uint64(math.MaxUint64)
+				for range 3 {
+					var before, after runtime.MemStats
+					runtime.ReadMemStats(&before)
+					require.NoError(t, (Codec{}).Unmarshal(bufs, &pb.ChatCompletionRequest{}))
+					runtime.ReadMemStats(&after)
+					least = min(least, after.TotalAlloc-before.TotalAlloc)
+				}
+				require.Less(t, least, uint64(len(data))*5/2)
 			}
 		})
 	}
