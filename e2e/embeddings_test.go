@@ -351,3 +351,16 @@ func TestEmbeddingsCorrectTheTargetsTPM(t *testing.T) {
 		require.NoError(t, err, "call %d", i+1)
 	}
 }
+
+// An embeddings answer that reports its usage is recorded as reported, not as
+// Switchyard's estimate.
+func TestEmbeddingsUsageIsRecordedAsReported(t *testing.T) {
+	t.Parallel()
+	g, _ := startEmbeddings(t, keysYAML, "pricing:\n  emb/text-embedding-3-small: {input: 1, output: 0}\n")
+	resp := post(t, g.base+"/embeddings", `{"model":"emb/text-embedding-3-small","input":["hello","world"]}`, "Authorization", "Bearer sk-master")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp.Body.Close()
+	rec := waitRecords(t, g, 1)[0].(map[string]any)
+	require.EqualValues(t, "8", rec["prompt_tokens"], "%v", rec)
+	require.NotEqual(t, true, rec["tokens_estimated"], "the upstream reported its usage: %v", rec)
+}

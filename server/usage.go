@@ -115,7 +115,10 @@ func (r *report) record(ctx context.Context, method string, httpStatus int, err 
 	if endpoint != usage.EndpointMessages {
 		tk = usage.FromOpenAI(tk.Prompt, tk.Completion, int64(u.total), int64(u.cached), int64(u.reasoning))
 	}
-	if !u.reported && (err == nil || u.ttft > 0) && r.target.Provider != "" {
+	// Anthropic's message_start tells a stream's prompt but not its output: such
+	// tokens are no report. Elsewhere tokens are only ever what the answer said.
+	said := tk.Total() > 0 && endpoint != usage.EndpointMessages
+	if !u.reported && !said && (err == nil || u.ttft > 0) && r.target.Provider != "" {
 		// The upstream reported no usage — it answered without it, or its stream
 		// was cut after it began (the upstream still bills it): the admission
 		// estimate stands in, marked.

@@ -78,9 +78,10 @@ func (c *Client) Embed(ctx context.Context, a providers.Attempt, req *pb.CreateE
 }
 
 // answersEvery checks that an answer has one embedding for each of the
-// request's inputs, at its index, in the encoding the request asked for: an
-// answer with an index out of range or twice, a vector missing, empty or in
-// the other encoding would be passed to the client as a success it is not.
+// request's inputs, at its index, in the encoding the request asked for (or as
+// numbers, which the SDKs that ask for base64 by default take too): an answer
+// with an index out of range or twice, a vector missing or empty, or a string
+// where numbers were asked for would be passed on as a success it is not.
 func answersEvery(req *pb.CreateEmbeddingsRequest, out *pb.CreateEmbeddingsResponse) error {
 	n := inputCount(req.GetInput())
 	data := out.GetData()
@@ -96,8 +97,10 @@ func answersEvery(req *pb.CreateEmbeddingsRequest, out *pb.CreateEmbeddingsRespo
 			return fmt.Errorf("data[%d] has index %d, outside the %d inputs", i, idx, n)
 		case seen[idx]:
 			return fmt.Errorf("data[%d] has index %d, given twice", i, idx)
-		case base64 && (e.GetEmbeddingBase64() == "" || len(e.GetEmbedding()) > 0):
-			return fmt.Errorf("data[%d] is not the base64 string the request asked for", i)
+		case base64 && e.GetEmbeddingBase64() == "" && len(e.GetEmbedding()) == 0:
+			// Numbers for base64 pass: the SDKs ask for base64 by default and take
+			// numbers from an upstream that ignores encoding_format.
+			return fmt.Errorf("data[%d] has no vector", i)
 		case !base64 && (len(e.GetEmbedding()) == 0 || e.GetEmbeddingBase64() != ""):
 			return fmt.Errorf("data[%d] is not the list of numbers the request asked for", i)
 		}

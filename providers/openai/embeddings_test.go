@@ -192,7 +192,8 @@ func TestEmbeddingsMustAnswerEveryInput(t *testing.T) {
 		{"an index twice", two, "", answer(item(1, `[0.5]`), item(1, `[0.5]`)), false},
 		{"an empty vector", one, "", answer(item(0, `[]`)), false},
 		{"a string where numbers were asked for", one, "", answer(item(0, `"AAAAPw=="`)), false},
-		{"numbers where base64 was asked for", one, "base64", answer(item(0, `[0.5]`)), false},
+		{"numbers where base64 was asked for (the SDKs' default)", one, "base64", answer(item(0, `[0.5]`)), true},
+		{"an empty vector where base64 was asked for", one, "base64", answer(item(0, `[]`)), false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
