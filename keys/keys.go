@@ -71,6 +71,9 @@ var (
 	ErrUnknown = errors.New("unknown key")
 	// ErrRevoked: the key was revoked.
 	ErrRevoked = errors.New("key revoked")
+	// ErrContended: other changes kept changing the stored keys under this
+	// one; nothing was changed, and it may be tried again.
+	ErrContended = errors.New("the keys kept changing under this change: try it again")
 	// ErrExpired: the key's expiry has passed.
 	ErrExpired = errors.New("key expired")
 	// ErrInvalid: a key spec does not validate (wrapped by *InvalidError).

@@ -78,7 +78,10 @@ func (k *Keys) Put(ctx context.Context, key keys.Key) error {
 // the transaction fail and the step start again from the new record.
 func (k *Keys) Change(ctx context.Context, id string, edit func(*keys.Key) error) (keys.Key, error) {
 	var out keys.Key
-	var refused error // edit's own refusal, or no such key: Redis answered
+	// refused is an answer Redis gave that is no outage: edit's own refusal,
+	// no such key, a stored record that does not parse, or a record others kept
+	// changing under the write.
+	var refused error
 	err := k.c.call(ctx, "save", func(ctx context.Context) error {
 		for range maxChangeTries {
 			refused = nil
@@ -93,7 +96,8 @@ func (k *Keys) Change(ctx context.Context, id string, edit func(*keys.Key) error
 				}
 				var key keys.Key
 				if err := json.Unmarshal(raw, &key); err != nil {
-					return fmt.Errorf("stored key %s: %w", id, err)
+					refused = fmt.Errorf("the stored key %s does not parse: %w", id, err)
+					return nil
 				}
 				if refused = edit(&key); refused != nil {
 					return nil
@@ -114,7 +118,8 @@ func (k *Keys) Change(ctx context.Context, id string, edit func(*keys.Key) error
 				return err
 			}
 		}
-		return errContended
+		refused = keys.ErrContended
+		return nil
 	})
 	if err != nil {
 		return keys.Key{}, &UnavailableError{What: "key", Err: err}
@@ -127,10 +132,8 @@ func (k *Keys) Change(ctx context.Context, id string, edit func(*keys.Key) error
 }
 
 // maxChangeTries bounds the restarts of a change whose record others keep
-// changing under it.
+// changing under it (the WATCH is on the hash of every key).
 const maxChangeTries = 16
-
-var errContended = errors.New("the record kept changing under the write")
 
 // Delete implements keys.Store.
 func (k *Keys) Delete(ctx context.Context, id string) error {

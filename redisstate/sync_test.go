@@ -385,3 +385,36 @@ func TestAKeyChangeOnAStaleReplicaKeepsTheOthers(t *testing.T) {
 		require.Len(t, got.Models, 21, "no change wrote over another: %v", got.Models)
 	})
 }
+
+// A change whose record others keep writing under it is contention, not a
+// Redis outage (Redis answered every command): it is refused with
+// keys.ErrContended, nothing changed, and the replica stays up (down, limits
+// would follow on_error: deny refused every limited call).
+func TestContentionOnAKeyIsNotAnOutage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := redistest.New(t)
+	a := newReplica(t, s, time.Hour)
+	k, _, err := a.keys.Create(ctx, keys.Spec{Name: "svc", Models: []string{"*"}})
+	require.NoError(t, err)
+	other, err := Open(Config{URL: s.URL(), Prefix: "t:" + t.Name() + ":"})
+	require.NoError(t, err)
+	t.Cleanup(func() { other.Close() })
+	ks := NewKeys(a.c)
+	tries := 0
+	_, err = ks.Change(ctx, k.ID, func(key *keys.Key) error {
+		tries++
+		// another replica writes the record between this read and its write
+		raw, err := other.rdb.HGet(ctx, ks.hash(), k.ID).Result()
+		require.NoError(t, err)
+		require.NoError(t, other.rdb.HSet(ctx, ks.hash(), k.ID, raw).Err())
+		key.Name = fmt.Sprintf("try%d", tries)
+		return nil
+	})
+	require.ErrorIs(t, err, keys.ErrContended)
+	require.Equal(t, maxChangeTries, tries)
+	require.True(t, a.c.Up(), "Redis answered every command")
+	got, err := ks.List(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "svc", got[0].Name, "nothing changed")
+}

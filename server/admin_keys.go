@@ -73,6 +73,7 @@ func (s *adminService) UpdateKey(ctx context.Context, req *adminpb.UpdateKeyRequ
 	}
 	var changed []string
 	k, err := reg.Update(ctx, req.GetId(), func(sp *keys.Spec) error {
+		changed = changed[:0] // the edit may run again on a record changed meanwhile
 		if req.Name != nil {
 			sp.Name, changed = req.GetName(), append(changed, "name")
 		}
@@ -125,6 +126,9 @@ func keyError(s *adminService, err error) error {
 		return invalidRequest(ie.Field, ie.Error())
 	case errors.Is(err, keys.ErrNotFound):
 		return statusOf(apiError{httpStatus: http.StatusNotFound, errType: "not_found_error", code: "not_found", message: "no key has this id"})
+	case errors.Is(err, keys.ErrContended):
+		return statusOf(apiError{httpStatus: http.StatusConflict, grpcCode: codes.Aborted, errType: "invalid_request_error",
+			code: "concurrent_change", message: err.Error()})
 	case errors.Is(err, keys.ErrRevoked):
 		return statusOf(apiError{httpStatus: http.StatusConflict, grpcCode: codes.FailedPrecondition, errType: "invalid_request_error",
 			code: "key_revoked", message: "this key is revoked and cannot be changed"})
