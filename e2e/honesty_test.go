@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/internal/fakeupstream"
@@ -40,6 +41,12 @@ func TestDiscoveryOutageAndRecovery(t *testing.T) {
 	require.Contains(t, body, "up:", "the reason names the failing provider")
 	code, _ = get(t, root+"/health")
 	require.Equal(t, 200, code, "liveness stays a pure liveness check")
+	grpcHealth := func() healthpb.HealthCheckResponse_ServingStatus {
+		h, err := healthpb.NewHealthClient(g.conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+		require.NoError(t, err)
+		return h.GetStatus()
+	}
+	require.Equal(t, healthpb.HealthCheckResponse_NOT_SERVING, grpcHealth(), "gRPC health says what /health/ready says")
 
 	resp := post(t, g.base+"/chat/completions", strings.Replace(chatBody, "up/gpt-4o", "gpt-4o", 1)+`}`)
 	require.Equal(t, 503, resp.StatusCode, "a bare name with no models known gets 503, not a misleading 404")
@@ -49,6 +56,8 @@ func TestDiscoveryOutageAndRecovery(t *testing.T) {
 	up.FailModels(0)
 	require.Eventually(t, func() bool { c, _ := get(t, root+"/health/ready"); return c == 200 }, 5*time.Second, 20*time.Millisecond,
 		"the recheck loop recovers the provider")
+	require.Eventually(t, func() bool { return grpcHealth() == healthpb.HealthCheckResponse_SERVING }, 5*time.Second, 20*time.Millisecond,
+		"gRPC health follows readiness back")
 	resp = post(t, g.base+"/chat/completions", strings.Replace(chatBody, "up/gpt-4o", "gpt-4o", 1)+`}`)
 	require.Equal(t, 200, resp.StatusCode)
 }

@@ -128,6 +128,10 @@ type Server struct {
 	ready    atomic.Bool
 	stopping atomic.Bool
 	drain    *drainer
+	// readyNow is the readiness /health/ready answers, the gRPC health
+	// service's too (followHealth); stopHealth ends the following.
+	readyNow   func() (bool, string)
+	stopHealth chan struct{}
 }
 
 // New builds the gRPC server, the in-memory REST→gRPC connection and the REST handler.
@@ -181,12 +185,15 @@ func New(cfg Config) (*Server, error) {
 		grpc.NumStreamWorkers(streamWorkers)})...)
 	register(gs)
 	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING) // until Serve finds it ready
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
 	gw := grpc.NewServer(opts...)
 	register(gw)
 
-	s := &Server{cfg: cfg, grpc: gs, gateway: gw, health: hs, internal: bufconn.Listen(1 << 20), drain: drain}
+	s := &Server{cfg: cfg, grpc: gs, gateway: gw, health: hs, internal: bufconn.Listen(1 << 20), drain: drain,
+		stopHealth: make(chan struct{})}
+	s.readyNow = readyWith(s.readiness, cfg.SharedReady)
 	conn, err := grpc.NewClient("passthrough:///switchyard-internal",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return s.internal.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -196,7 +203,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.conn = conn
 	handler, err := newREST(context.Background(), conn, restOptions{in: inProcess{unary: unary, stream: stream, chat: chat, embed: embed, pass: pass}, auth: auth, metrics: cfg.Metrics.Handler(),
-		writeTimeout: cfg.WriteTimeout, readTimeout: cfg.ReadTimeout, log: cfg.Log, maxBodyBytes: cfg.MaxBodyBytes, ready: readyWith(s.readiness, cfg.SharedReady)})
+		writeTimeout: cfg.WriteTimeout, readTimeout: cfg.ReadTimeout, log: cfg.Log, maxBodyBytes: cfg.MaxBodyBytes, ready: s.readyNow})
 	if err != nil {
 		return nil, err
 	}
@@ -211,6 +218,37 @@ func New(cfg Config) (*Server, error) {
 		s.http.IdleTimeout = cfg.IdleTimeout
 	}
 	return s, nil
+}
+
+// healthEvery is how often the gRPC health service's status is brought in
+// line with readiness.
+const healthEvery = time.Second
+
+// followHealth keeps the gRPC health service's status ("" and every service)
+// what /health/ready answers: SERVING when ready, NOT_SERVING when not (no
+// model available, shared state never loaded), so that a gRPC load balancer
+// or probe routes as an HTTP one does. Shutdown ends it (health.Shutdown sets
+// NOT_SERVING for good).
+func (s *Server) followHealth() {
+	t := time.NewTicker(healthEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.syncHealth()
+		case <-s.stopHealth:
+			return
+		}
+	}
+}
+
+// syncHealth sets the gRPC health status from readiness now.
+func (s *Server) syncHealth() {
+	status := healthpb.HealthCheckResponse_NOT_SERVING
+	if ok, _ := s.readyNow(); ok {
+		status = healthpb.HealthCheckResponse_SERVING
+	}
+	s.health.SetServingStatus("", status) // a no-op once Shutdown ran
 }
 
 func (s *Server) readiness() (bool, string) {
@@ -233,6 +271,14 @@ func (s *Server) readiness() (bool, string) {
 // Serve serves gRPC on grpcLis and REST on httpLis until Shutdown; it returns the
 // first serving error.
 func (s *Server) Serve(grpcLis, httpLis net.Listener) error {
+	// Ready before the accept loops start (the listeners are bound: a client
+	// that connects waits in their queue), so that no one asks the gRPC
+	// health service before it has its status.
+	s.ready.Store(true)
+	if s.stopping.Load() { // a Shutdown that came first (or meanwhile) keeps readiness off
+		s.ready.Store(false)
+	}
+	s.syncHealth()
 	errc := make(chan error, 3)
 	go func() { errc <- s.gateway.Serve(s.internal) }()
 	go func() { errc <- s.grpc.Serve(grpcLis) }()
@@ -243,11 +289,7 @@ func (s *Server) Serve(grpcLis, httpLis net.Listener) error {
 		}
 		errc <- err
 	}()
-	s.ready.Store(true)
-	if s.stopping.Load() { // a Shutdown that came first (or meanwhile) keeps readiness off
-		s.ready.Store(false)
-	}
-	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	go s.followHealth()
 	var first error
 	for range 3 {
 		if err := <-errc; err != nil && first == nil && !errors.Is(err, grpc.ErrServerStopped) {
@@ -268,6 +310,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 		return
 	}
 	s.ready.Store(false)
+	close(s.stopHealth)
 	s.health.Shutdown()
 	if s.cfg.DrainTimeout > 0 {
 		var cancel context.CancelFunc
