@@ -7,10 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
@@ -164,7 +166,35 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
+	if param, bad := notText(r.URL); bad {
+		// grpc-gateway would put the bytes in a proto string, which refuses
+		// them only when sent: a 500 with no request line.
+		writeError(w, invalidRequest(param, param+" must be valid UTF-8 text"))
+		return
+	}
 	f.mux.ServeHTTP(w, r)
+}
+
+// notText reports the first part of u, its path or a query parameter, that
+// is not valid UTF-8 once unescaped (%ff).
+func notText(u *url.URL) (string, bool) {
+	if !utf8.ValidString(u.Path) {
+		return "path", true
+	}
+	if u.RawQuery == "" {
+		return "", false
+	}
+	for k, vs := range u.Query() {
+		if !utf8.ValidString(k) {
+			return "query", true
+		}
+		for _, v := range vs {
+			if !utf8.ValidString(v) {
+				return k, true
+			}
+		}
+	}
+	return "", false
 }
 
 func writeJSON(w http.ResponseWriter, code int, body string) {
