@@ -2,11 +2,14 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // Defaults of the settings only some provider types use. The README's settings
@@ -58,12 +61,28 @@ func validateTypeSettings(path string, p *Provider, add addFunc) {
 	only("deployments", "azure", len(p.Deployments) > 0)
 	only("bearer_token", "azure", p.BearerToken != "")
 	only("default_max_tokens", "anthropic", p.DefaultMaxTokens != 0)
+	validateHeaders(path, p.Headers, add)
 	switch p.Type {
 	case "azure":
 		validateAzure(path, p, add)
 	case "anthropic":
 		if p.DefaultMaxTokens < 0 {
 			add(path+".default_max_tokens", "must be at least 1; got %d", p.DefaultMaxTokens)
+		}
+	}
+}
+
+// validateHeaders refuses a header net/http would refuse to send (every call
+// to the provider would fail as a transport error, and count against its
+// breaker): a name that is not a token, a value with a control character.
+func validateHeaders(path string, headers map[string]string, add addFunc) {
+	names := slices.Sorted(maps.Keys(headers))
+	for _, name := range names {
+		switch {
+		case !httpguts.ValidHeaderFieldName(name):
+			add(path+".headers", "%q is not a header name (letters, digits and !#$%%&'*+-.^_`|~, no spaces)", name)
+		case !httpguts.ValidHeaderFieldValue(headers[name]):
+			add(path+".headers."+name, "the value has a control character (a line break, say), which no request may carry")
 		}
 	}
 }
