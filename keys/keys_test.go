@@ -227,14 +227,30 @@ func TestRegistryFollowsTheStore(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 }
 
+// TestBrokenStoreFileIsAnError: a keys file the registry cannot hold is
+// refused at start, naming the file and the entry: an unknown member, an id
+// missing or given twice (a change would edit one entry and a lookup show the
+// other), a hash that is no SHA-256.
 func TestBrokenStoreFileIsAnError(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, FileName), []byte("keys: [{nope: 1}]\n"), 0o600))
-	f, err := OpenFile(dir)
-	require.NoError(t, err)
-	_, err = NewRegistry(context.Background(), f, nil, nil)
-	require.ErrorContains(t, err, FileName)
+	const h = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	for _, tc := range []struct{ name, doc, want string }{
+		{"an unknown member", "keys: [{nope: 1}]\n", ""},
+		{"an id given twice", "keys:\n- {id: key_1, sha256: " + h + "}\n- {id: key_1, sha256: " + h + "}\n", "the id key_1 is given twice"},
+		{"no id", "keys:\n- {sha256: " + h + "}\n", "keys[0] has no id"},
+		{"a hash that is no SHA-256", "keys:\n- {id: key_1, sha256: zz}\n", "sha256 is not a hex SHA-256"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, FileName), []byte(tc.doc), 0o600))
+			f, err := OpenFile(dir)
+			require.NoError(t, err)
+			_, err = NewRegistry(context.Background(), f, nil, nil)
+			require.ErrorContains(t, err, FileName)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
 }
 
 // heldList is a Memory store whose next List, once armed, reads and then waits

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"go.yaml.in/yaml/v3"
@@ -75,7 +76,29 @@ func (f *File) load() ([]Key, error) {
 	if err := store.ReadFile(f.path, &doc); err != nil {
 		return nil, err
 	}
+	if err := checkStored(doc.Keys); err != nil {
+		return nil, fmt.Errorf("%s: %w", f.path, err)
+	}
 	return doc.Keys, nil
+}
+
+// checkStored refuses stored keys a registry cannot hold: an id missing or
+// given twice (a change would edit one and a lookup show the other), a hash
+// that is no SHA-256 (no secret could match it).
+func checkStored(ks []Key) error {
+	seen := make(map[string]bool, len(ks))
+	for i, k := range ks {
+		switch {
+		case k.ID == "":
+			return fmt.Errorf("keys[%d] has no id", i)
+		case seen[k.ID]:
+			return fmt.Errorf("keys[%d]: the id %s is given twice", i, k.ID)
+		case len(k.Hash) != 64 || strings.Trim(k.Hash, "0123456789abcdef") != "":
+			return fmt.Errorf("keys[%d] (%s): sha256 is not a hex SHA-256", i, k.ID)
+		}
+		seen[k.ID] = true
+	}
+	return nil
 }
 
 func (f *File) save(ks []Key) error {
