@@ -352,3 +352,22 @@ func TestAStoredChangeStandsWhenTheReloadFails(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "renamed", got.Name)
 }
+
+// BenchmarkCreateAmongAThousandKeys: one more key in a file store that holds a
+// thousand (each change used to read and parse the whole file again).
+func BenchmarkCreateAmongAThousandKeys(b *testing.B) {
+	f, err := OpenFile(b.TempDir())
+	require.NoError(b, err)
+	r, err := NewRegistry(context.Background(), f, nil, nil)
+	require.NoError(b, err)
+	spec := Spec{Name: "svc", Models: []string{"*"}, Limits: limits.Limits{RPM: 60}}
+	for range 1000 {
+		_, _, err := r.Create(context.Background(), spec)
+		require.NoError(b, err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		_, _, err := r.Create(context.Background(), spec)
+		require.NoError(b, err)
+	}
+}

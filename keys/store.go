@@ -41,12 +41,17 @@ const FileName = "keys.yaml"
 
 // File is the embedded Store: one YAML file in the data directory, rewritten
 // atomically and durably on each change (store.WriteFile), mode 0600. It holds
-// hashes only, never secrets.
+// hashes only, never secrets. The file is read once and then kept as written
+// (one process owns it: the embedded mode runs one replica), so that a change
+// does not read and parse every key again: with a thousand keys that made each
+// change ~0.3 s.
 type File struct {
-	mu   sync.Mutex
-	path string
-	subs map[int]func()
-	next int
+	mu     sync.Mutex
+	path   string
+	subs   map[int]func()
+	next   int
+	kept   []Key // the file's keys once read or written
+	loaded bool
 }
 
 type fileDoc struct {
@@ -71,15 +76,19 @@ func (f *File) List(context.Context) ([]Key, error) {
 	return f.load()
 }
 
+// load returns a copy of the keys, read from the file the first time.
 func (f *File) load() ([]Key, error) {
-	var doc fileDoc
-	if err := store.ReadFile(f.path, &doc); err != nil {
-		return nil, err
+	if !f.loaded {
+		var doc fileDoc
+		if err := store.ReadFile(f.path, &doc); err != nil {
+			return nil, err
+		}
+		if err := checkStored(doc.Keys); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.path, err)
+		}
+		f.kept, f.loaded = doc.Keys, true
 	}
-	if err := checkStored(doc.Keys); err != nil {
-		return nil, fmt.Errorf("%s: %w", f.path, err)
-	}
-	return doc.Keys, nil
+	return slices.Clone(f.kept), nil
 }
 
 // checkStored refuses stored keys a registry cannot hold: an id missing or
@@ -106,7 +115,11 @@ func (f *File) save(ks []Key) error {
 	if err != nil {
 		return err
 	}
-	return store.WriteFile(f.path, append([]byte("# Virtual keys (hashes only) managed through the admin API. Written by Switchyard.\n"), data...))
+	if err := store.WriteFile(f.path, append([]byte("# Virtual keys (hashes only) managed through the admin API. Written by Switchyard.\n"), data...)); err != nil {
+		return err
+	}
+	f.kept, f.loaded = ks, true
+	return nil
 }
 
 // Put implements Store.
@@ -134,6 +147,7 @@ func (f *File) Change(_ context.Context, id string, edit func(*Key) error) (Key,
 		if i < 0 {
 			return nil, ErrNotFound
 		}
+		ks[i].Models = slices.Clone(ks[i].Models) // the kept keys share none of the edit's
 		if err := edit(&ks[i]); err != nil {
 			return nil, err
 		}
