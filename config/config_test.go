@@ -192,3 +192,16 @@ func TestUsageRetention(t *testing.T) {
 		})
 	}
 }
+
+// TestAWrongKindDoesNotHideTheOtherProblems: a value of the wrong kind is
+// reported with the file's other problems, all at once, not alone (a fix of it
+// then met the next problem on the next start).
+func TestAWrongKindDoesNotHideTheOtherProblems(t *testing.T) {
+	t.Parallel()
+	_, err := config.Load(writeFile(t, "server:\n  max_body_bytes: lots\n  heap_floor_bytes: -1\nusage:\n  batch_size: -1\n"), envOf(nil))
+	require.Error(t, err)
+	for _, key := range []string{"server.max_body_bytes (line 2)", "server.heap_floor_bytes (line 3)", "usage.batch_size (line 5)"} {
+		require.Contains(t, err.Error(), key)
+	}
+	require.Contains(t, err.Error(), "3 problems")
+}

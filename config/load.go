@@ -35,6 +35,7 @@ func Expand(text string, lookup func(string) (string, bool)) string {
 func Load(path string, env func(string) (string, bool)) (*Config, error) {
 	cfg := &Config{}
 	where, lines := "config", map[string]int{}
+	var keyErrs keyErrors
 	if path != "" {
 		raw, err := os.ReadFile(path)
 		if err != nil {
@@ -42,7 +43,11 @@ func Load(path string, env func(string) (string, bool)) (*Config, error) {
 		}
 		where = "config " + path
 		if lines, err = parse(raw, env, cfg); err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
+			var ke keyErrors
+			if !errors.As(err, &ke) {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+			keyErrs = ke // reported with the values' own problems below: all at once
 		}
 	}
 	origins, envErrs := applyEnv(cfg, env)
@@ -50,7 +55,7 @@ func Load(path string, env func(string) (string, bool)) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", join(envErrs))
 	}
 	applyDefaults(cfg)
-	if errs := cfg.problems(); len(errs) > 0 {
+	if errs := append(keyErrs, besides(cfg.problems(), keyErrs)...); len(errs) > 0 {
 		for _, e := range errs {
 			locate(e, lines, origins)
 		}
@@ -58,6 +63,40 @@ func Load(path string, env func(string) (string, bool)) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", where, join(errs))
 	}
 	return cfg, nil
+}
+
+// keyErrors are the keys the checker refused (unknown, of the wrong kind):
+// Load reports them with the values' own problems.
+type keyErrors []*Error
+
+func (k keyErrors) Error() string { return join(k).Error() }
+
+// besides drops the problems of what a refused key left unread: the key
+// itself (a wrong kind is read as its default), and the whole list element it
+// is in (a block that does not decode leaves its element empty: "source is
+// required" would be no problem of the file's).
+func besides(errs []*Error, refused keyErrors) []*Error {
+	out := errs[:0]
+	for _, e := range errs {
+		if !slices.ContainsFunc(refused, func(r *Error) bool { return r.Path != "" && under(e.Path, unread(r.Path)) }) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// unread is what a refusal at path leaves unread: its list element, if it is
+// in one ("virtual_models[0]"), else the key.
+func unread(path string) string {
+	if i := strings.LastIndexByte(path, ']'); i >= 0 {
+		return path[:i+1]
+	}
+	return path
+}
+
+// under reports whether path is at or below prefix.
+func under(path, prefix string) bool {
+	return path == prefix || strings.HasPrefix(path, prefix+".") || strings.HasPrefix(path, prefix+"[")
 }
 
 // locate adds the line of e's key (or of its nearest enclosing key) in the file,
@@ -110,7 +149,10 @@ func parse(raw []byte, env func(string) (string, bool), cfg *Config) (map[string
 	c := &checker{lines: map[string]int{}}
 	c.document(&root)
 	if len(c.errs) > 0 {
-		return c.lines, join(c.errs)
+		// What has the right kind is still read, so that the values' own
+		// problems are found with these (a wrong kind is left at its default).
+		_ = yaml.NewDecoder(strings.NewReader(text)).Decode(cfg)
+		return c.lines, keyErrors(c.errs)
 	}
 	strict := yaml.NewDecoder(strings.NewReader(text))
 	strict.KnownFields(true)
