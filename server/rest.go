@@ -166,35 +166,40 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	if param, bad := notText(r.URL); bad {
-		// grpc-gateway would put the bytes in a proto string, which refuses
-		// them only when sent: a 500 with no request line.
-		writeError(w, invalidRequest(param, param+" must be valid UTF-8 text"))
-		return
-	}
+	asText(r.URL)
 	f.mux.ServeHTTP(w, r)
 }
 
-// notText reports the first part of u, its path or a query parameter, that
-// is not valid UTF-8 once unescaped (%ff).
-func notText(u *url.URL) (string, bool) {
+// asText reads what is not UTF-8 in u's path and query (%ff) as U+FFFD, as
+// a JSON body's strings are read: grpc-gateway would put the bytes in a proto
+// string, which the in-process client refuses to send (a 500 with no request
+// line), and it ignores a parameter no field has, which must stay a 200.
+func asText(u *url.URL) {
 	if !utf8.ValidString(u.Path) {
-		return "path", true
+		u.Path, u.RawPath = strings.ToValidUTF8(u.Path, "\uFFFD"), ""
 	}
 	if u.RawQuery == "" {
-		return "", false
+		return
 	}
-	for k, vs := range u.Query() {
-		if !utf8.ValidString(k) {
-			return "query", true
-		}
-		for _, v := range vs {
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return // grpc-gateway answers a query it cannot parse itself
+	}
+	changed := false
+	for k, vs := range q {
+		for i, v := range vs {
 			if !utf8.ValidString(v) {
-				return k, true
+				vs[i], changed = strings.ToValidUTF8(v, "\uFFFD"), true
 			}
 		}
+		if !utf8.ValidString(k) {
+			delete(q, k) // a name that is not text is no field's
+			changed = true
+		}
 	}
-	return "", false
+	if changed {
+		u.RawQuery = q.Encode()
+	}
 }
 
 func writeJSON(w http.ResponseWriter, code int, body string) {
