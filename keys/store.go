@@ -116,6 +116,7 @@ func (f *File) save(ks []Key) error {
 		return err
 	}
 	if err := store.WriteFile(f.path, append([]byte("# Virtual keys (hashes only) managed through the admin API. Written by Switchyard.\n"), data...)); err != nil {
+		f.loaded = false // the write may have reached the file (a failed sync after the rename): read it again
 		return err
 	}
 	f.kept, f.loaded = ks, true
