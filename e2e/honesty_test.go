@@ -128,6 +128,11 @@ func TestClientThatStopsReadingReleasesTheUpstream(t *testing.T) {
 	// Never read: socket buffers fill, Switchyard's writes block, the deadline ends them.
 	require.Eventually(t, func() bool { return g.up.Finished() == 1 }, 20*time.Second, 50*time.Millisecond,
 		"the upstream request must end while the client is still connected")
+	require.Eventually(t, func() bool {
+		resp := post(t, g.base+"/chat/completions", chatBody+`}`)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 5*time.Second, 50*time.Millisecond, "the released upstream's slot is free again")
 }
 
 // TestStallEndsTheStreamOnBothSurfaces: a stall after the first byte ends the
@@ -162,10 +167,12 @@ func TestStallEndsTheStreamOnBothSurfaces(t *testing.T) {
 }
 
 // TestGRPCClientThatStopsReadingReleasesTheUpstream: the same over gRPC, where
-// flow control blocks Switchyard's sends.
+// flow control blocks Switchyard's sends; the provider's max_concurrency slot
+// (and the breaker's permit) go back with the upstream, not when the stuck
+// client finally leaves.
 func TestGRPCClientThatStopsReadingReleasesTheUpstream(t *testing.T) {
 	t.Parallel()
-	g := start(t, "  stream_idle_timeout: 300ms\n")
+	g := start(t, "  stream_idle_timeout: 300ms\n", withProviderYAML("    limits: {max_concurrency: 1}\n"))
 	g.up.Script(fakeupstream.Reply{Text: strings.Repeat("word ", 80000)})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -175,4 +182,9 @@ func TestGRPCClientThatStopsReadingReleasesTheUpstream(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return g.up.Finished() == 1 }, 20*time.Second, 50*time.Millisecond,
 		"the upstream request must end while the client is still connected")
+	require.Eventually(t, func() bool {
+		resp := post(t, g.base+"/chat/completions", chatBody+`}`)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 5*time.Second, 50*time.Millisecond, "the released upstream's slot is free again")
 }
