@@ -265,7 +265,14 @@ func (s *sqlStore) Query(ctx context.Context, q Query) ([]Group, error) {
 	}
 	defer rows.Close()
 	agg := newAggregator(q)
-	for rows.Next() {
+	limit := q.MaxRows
+	if limit <= 0 {
+		limit = DefaultMaxQueryRows
+	}
+	for n := 0; rows.Next(); n++ {
+		if n == limit {
+			return nil, fmt.Errorf("%w: the range holds more than %d requests: narrow it (since, until) or filter it (key, model, provider)", ErrBadQuery, limit)
+		}
 		var r aggRow
 		var cost, ttft sql.NullFloat64
 		var est int

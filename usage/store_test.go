@@ -90,6 +90,15 @@ func TestStores(t *testing.T) {
 				require.Equal(t, 300*time.Millisecond, g.LatencyP95)
 				require.Equal(t, 50*time.Millisecond, g.TTFTP50)
 			})
+			t.Run("a range past the query's bound", func(t *testing.T) {
+				all := usage.Filter{From: t0.Add(-time.Hour), To: t0.Add(24 * time.Hour)}
+				_, err := s.Query(ctx, usage.Query{Filter: all, MaxRows: 2})
+				require.ErrorIs(t, err, usage.ErrBadQuery)
+				require.ErrorContains(t, err, "narrow it")
+				gs, err := s.Query(ctx, usage.Query{Filter: all, MaxRows: len(sample())})
+				require.NoError(t, err, "exactly the bound is read")
+				require.Len(t, gs, 1)
+			})
 			t.Run("by hour with a filter", func(t *testing.T) {
 				gs, err := s.Query(ctx, usage.Query{Filter: usage.Filter{From: t0.Add(-time.Hour), To: t0.Add(24 * time.Hour), KeyID: "vk_b"},
 					Bucket: usage.BucketHour})
