@@ -271,7 +271,7 @@ func (s *sqlStore) Query(ctx context.Context, q Query) ([]Group, error) {
 	}
 	for n := 0; rows.Next(); n++ {
 		if n == limit {
-			return nil, fmt.Errorf("%w: the range holds more than %d requests: narrow it (since, until) or filter it (key, model, provider)", ErrBadQuery, limit)
+			return nil, fmt.Errorf("%w: the range holds more than %d requests: narrow it (since, or start_time and end_time) or filter it (key_id, model, provider)", ErrBadQuery, limit)
 		}
 		var r aggRow
 		var cost, ttft sql.NullFloat64
