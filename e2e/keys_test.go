@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -261,4 +262,25 @@ func TestVirtualKeyOnTheMessagesSurface(t *testing.T) {
 	require.Contains(t, body, `"type":"error"`)
 	require.Contains(t, body, "not allowed to use the model")
 	require.Equal(t, 1, g.up.Count(), "the refused model reached no upstream")
+}
+
+// A key's tpm gets a call's estimate back when the call used nothing: refused
+// before any upstream (an unknown model) or answered with an upstream's error
+// status, which is not billed. Before, the whole estimate (the prompt and
+// max_tokens) stayed charged for a minute, and the next small call was a 429.
+func TestAFailedCallGivesItsTokenEstimateBack(t *testing.T) {
+	t.Parallel()
+	g := start(t, keysYAML)
+	_, secret := createKey(t, g, `{"name":"tpm","models":["*"],"limits":{"tpm":1000}}`)
+	call := func(model string, maxTokens int) int {
+		resp := post(t, g.base+"/chat/completions", fmt.Sprintf(`{"model":%q,"max_tokens":%d,"messages":[{"role":"user","content":"hi"}]}`, model, maxTokens),
+			"Authorization", "Bearer "+secret)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusNotFound, call("nosuchmodel", 990), "refused before any upstream")
+	require.Equal(t, http.StatusOK, call("up/gpt-4o", 10), "its estimate came back")
+	g.up.Script(fakeupstream.Reply{Status: http.StatusBadRequest, Body: `{"error":{"message":"bad","type":"invalid_request_error","param":"max_tokens"}}`})
+	require.Equal(t, http.StatusBadRequest, call("up/gpt-4o", 900), "the upstream's error")
+	require.Equal(t, http.StatusOK, call("up/gpt-4o", 10), "an error status is not billed: its estimate came back")
 }

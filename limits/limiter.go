@@ -35,24 +35,31 @@ type Grant struct {
 	Requests, Tokens Status
 
 	once    sync.Once
-	release func(used int, undo bool) error
+	release func(used int, known, undo bool) error
 }
 
 // Done ends the call with the tokens it really used (0 if unknown: the estimate
 // stands), freeing its concurrency slot. Calls after the first do nothing. The
 // error is the backend's (the call is over either way).
-func (g *Grant) Done(used int) error { return g.end(used, false) }
+func (g *Grant) Done(used int) error { return g.end(used, false, false) }
+
+// DoneUnbilled ends a call that ran but used no tokens (refused before any
+// upstream, or answered an error: upstreams bill neither): its request stays
+// counted, its estimated tokens are given back.
+func (g *Grant) DoneUnbilled() error { return g.end(0, true, false) }
 
 // Undo ends a call that never ran: its slot, its request and its estimated
 // tokens are given back. Calls after Done or Undo do nothing.
-func (g *Grant) Undo() error { return g.end(0, true) }
+func (g *Grant) Undo() error { return g.end(0, true, true) }
 
-func (g *Grant) end(used int, undo bool) error {
+// end releases the grant once: used tokens (known: even when 0, else 0 is
+// "unknown" and the estimate stands), and undo gives the request back too.
+func (g *Grant) end(used int, known, undo bool) error {
 	if g == nil || g.release == nil {
 		return nil
 	}
 	var err error
-	g.once.Do(func() { err = g.release(used, undo) })
+	g.once.Do(func() { err = g.release(used, known, undo) })
 	return err
 }
 
@@ -85,9 +92,9 @@ func (l *Limiter) Admit(ctx context.Context, subject string, lim Limits, estToke
 	}
 	// The release outlives the call's cancellation: a client leaving still frees its slot.
 	bg := context.WithoutCancel(ctx)
-	release := func(used int, undo bool) error {
+	release := func(used int, known, undo bool) error {
 		delta := 0
-		if used > 0 || undo {
+		if used > 0 || known {
 			delta = used - estTokens
 		}
 		return l.backend.Release(bg, Release{Subject: subject, Limits: lim, Lease: d.Lease, TokenDelta: delta,

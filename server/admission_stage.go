@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -79,16 +80,26 @@ func (s *admissionStage) enter(ctx context.Context, method string) (context.Cont
 }
 
 // end releases what the call held: its concurrency slot, and its tpm charge
-// corrected by the tokens it really used.
-func (a *admission) end(ctx context.Context, used int, err error) {
+// corrected by the tokens it really used. began says an answer had begun (a
+// stream's first content): a call that failed before any did used nothing
+// (refused before an upstream, or an upstream's error status, which is not
+// billed), and its estimate is given back, but for a timeout or a client that
+// left (the upstream may have worked, and billed, past it): there the
+// estimate stands.
+func (a *admission) end(ctx context.Context, used int, began bool, err error) {
+	code := http.StatusOK
+	if err != nil {
+		code = fromStatus(status.Convert(err)).HTTPStatus
+	}
 	if a.key != nil && a.stage.keyM != nil {
-		code := http.StatusOK
-		if err != nil {
-			code = fromStatus(status.Convert(err)).HTTPStatus
-		}
 		a.stage.keyM.Request(a.key.ID, code)
 	}
-	if rerr := a.grant.Done(used); rerr != nil {
+	release := func() error { return a.grant.Done(used) }
+	if c := status.Code(err); err != nil && used == 0 && !began && c != codes.DeadlineExceeded && c != codes.Canceled &&
+		code != http.StatusGatewayTimeout {
+		release = a.grant.DoneUnbilled
+	}
+	if rerr := release(); rerr != nil {
 		a.stage.log.Warn("rate limit release failed", "key", a.key.ID, "error", rerr.Error(), "request_id", requestID(ctx))
 	}
 }

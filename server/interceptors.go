@@ -129,10 +129,10 @@ func (c chain) admission(ctx context.Context, call serverCall, next func(context
 	}
 	defer func() {
 		if r := recover(); r != nil { // a panic too releases its slot, counted as the Internal it is answered with
-			adm.end(ctx, rep.tokensIn+rep.tokensOut, status.Error(codes.Internal, "internal error"))
+			adm.end(ctx, rep.tokensIn+rep.tokensOut, rep.usage.ttft > 0, status.Error(codes.Internal, "internal error"))
 			panic(r)
 		}
-		adm.end(ctx, rep.tokensIn+rep.tokensOut, err)
+		adm.end(ctx, rep.tokensIn+rep.tokensOut, rep.usage.ttft > 0, err)
 	}()
 	if call.req != nil {
 		if err := admitRequest(ctx, call.req); err != nil {
