@@ -147,3 +147,45 @@ func TestANaNFromTheGeneratedClientIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// A key refused on gRPC carries the ErrorInfo every Switchyard error carries,
+// with REST's http_status, type and code: before, it was a bare status (the
+// Go client's HTTPStatus read 0).
+func TestARefusedKeyOnGRPCCarriesItsErrorInfo(t *testing.T) {
+	t.Parallel()
+	g := start(t, keysYAML)
+	info := func(err error) map[string]string {
+		for _, d := range status.Convert(err).Details() {
+			if i, ok := d.(*errdetails.ErrorInfo); ok {
+				return i.GetMetadata()
+			}
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		name, key  string
+		code       codes.Code
+		httpStatus string
+		errType    string
+	}{
+		{"no key", "", codes.Unauthenticated, "401", "authentication_error"},
+		{"a wrong key", "sk-wrong", codes.Unauthenticated, "401", "authentication_error"},
+		{"the admin key for inference", "sk-admin", codes.PermissionDenied, "403", "permission_error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			if tc.key != "" {
+				ctx = withKey(tc.key)
+			}
+			_, err := pb.NewChatServiceClient(g.conn).CreateChatCompletion(ctx, grpcReq())
+			require.Equal(t, tc.code, status.Code(err), "%v", err)
+			md := info(err)
+			require.NotNil(t, md, "an ErrorInfo: %v", err)
+			require.Equal(t, tc.httpStatus, md["http_status"])
+			require.Equal(t, tc.errType, md["type"])
+			if tc.code == codes.Unauthenticated {
+				require.Equal(t, "invalid_api_key", md["code"])
+			}
+		})
+	}
+}

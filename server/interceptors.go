@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -305,11 +306,11 @@ func (a authorizer) identify(method, authorization string) (string, *keys.Key, e
 		k, err := a.virtual.Authenticate(got)
 		switch {
 		case errors.Is(err, keys.ErrRevoked):
-			return "", nil, status.Error(codes.Unauthenticated, "This API key has been revoked.")
+			return "", nil, unauthenticated("This API key has been revoked.")
 		case errors.Is(err, keys.ErrExpired):
-			return "", nil, status.Error(codes.Unauthenticated, "This API key has expired.")
+			return "", nil, unauthenticated("This API key has expired.")
 		case err == nil && kind == "admin":
-			return "", nil, status.Error(codes.PermissionDenied, "This key is valid but not allowed to call the admin API.")
+			return "", nil, permissionDenied("This key is valid but not allowed to call the admin API.")
 		case err == nil:
 			return k.ID, k, nil
 		}
@@ -319,11 +320,23 @@ func (a authorizer) identify(method, authorization string) (string, *keys.Key, e
 	}
 	switch {
 	case !ok || got == "":
-		return "", nil, status.Error(codes.Unauthenticated, "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.")
+		return "", nil, unauthenticated("You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.")
 	case equal(got, other):
-		return "", nil, status.Errorf(codes.PermissionDenied, "This key is valid but not allowed to call the %s API.", serviceName(kind))
+		return "", nil, permissionDenied("This key is valid but not allowed to call the " + serviceName(kind) + " API.")
 	}
-	return "", nil, status.Error(codes.Unauthenticated, "Incorrect API key provided.")
+	return "", nil, unauthenticated("Incorrect API key provided.")
+}
+
+// unauthenticated and permissionDenied are the refusals of a key, with the
+// ErrorInfo every Switchyard error carries (http_status, type, code), as REST
+// answers them: a gRPC client reads HTTPStatus and the code alike.
+func unauthenticated(msg string) error {
+	return statusOf(apiError{httpStatus: http.StatusUnauthorized, errType: typeForStatus(http.StatusUnauthorized),
+		code: "invalid_api_key", message: msg})
+}
+
+func permissionDenied(msg string) error {
+	return statusOf(apiError{httpStatus: http.StatusForbidden, errType: typeForStatus(http.StatusForbidden), message: msg})
 }
 
 // bearer reads the token of a Bearer credential; the scheme is case-insensitive
