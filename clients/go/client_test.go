@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/switchyard/switchyard/app"
 	switchyard "github.com/switchyard/switchyard/clients/go"
@@ -111,6 +113,11 @@ func TestErrorHelpers(t *testing.T) {
 	up.Script(fakeupstream.Reply{Status: 429, Header: map[string]string{"Retry-After": "600"}})
 	_, err = c.Chat(ctx, req())
 	require.True(t, switchyard.IsRateLimited(err))
+	big := req()
+	big.Messages = []*pb.ChatMessage{switchyard.User(strings.Repeat("x", 5<<20))}
+	_, err = c.Chat(ctx, big)
+	require.Equal(t, codes.ResourceExhausted, status.Code(err), "grpc-go's own size limit")
+	require.False(t, switchyard.IsRateLimited(err), "a message over the size limit is no 429: a retry cannot succeed")
 
 	_, err = c.Admin.TripBreaker(ctx, "up", "", "1h")
 	require.NoError(t, err)

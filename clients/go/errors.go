@@ -33,10 +33,10 @@ func HTTPStatus(err error) int {
 // IsBreakerOpen reports a call refused because the target's circuit breaker is open.
 func IsBreakerOpen(err error) bool { return err != nil && reason(err) == "circuit_breaker_open" }
 
-// IsRateLimited reports a 429 (the upstream's or Switchyard's own).
-func IsRateLimited(err error) bool {
-	return err != nil && (status.Code(err) == codes.ResourceExhausted || HTTPStatus(err) == 429)
-}
+// IsRateLimited reports a 429 (the upstream's or Switchyard's own: each
+// carries http_status 429). grpc-go's own ResourceExhausted, a message over
+// a size limit, is none: retrying it cannot succeed.
+func IsRateLimited(err error) bool { return err != nil && HTTPStatus(err) == 429 }
 
 // IsNotFound reports an unknown model (or admin object).
 func IsNotFound(err error) bool { return err != nil && status.Code(err) == codes.NotFound }
