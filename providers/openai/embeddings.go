@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/openaijson"
@@ -103,6 +104,8 @@ func answersEvery(req *pb.CreateEmbeddingsRequest, out *pb.CreateEmbeddingsRespo
 			return fmt.Errorf("data[%d] has no vector", i)
 		case !base64 && (len(e.GetEmbedding()) == 0 || e.GetEmbeddingBase64() != ""):
 			return fmt.Errorf("data[%d] is not the list of numbers the request asked for", i)
+		case e.GetEmbeddingBase64() != "" && !float32sInBase64(e.GetEmbeddingBase64()):
+			return fmt.Errorf("data[%d] is not base64 of float32 values", i)
 		}
 		seen[idx] = true
 	}
@@ -118,4 +121,24 @@ func inputCount(in *pb.EmbeddingInput) int {
 		return len(k.TokenLists.GetValues())
 	}
 	return 1
+}
+
+// float32sInBase64 reports whether s is standard base64 (padded) of a whole
+// number of float32 values, without decoding it.
+func float32sInBase64(s string) bool {
+	if len(s)%4 != 0 {
+		return false
+	}
+	pad := len(s) - len(strings.TrimRight(s, "="))
+	if pad > 2 {
+		return false
+	}
+	for i := range len(s) - pad {
+		c := s[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/') {
+			return false
+		}
+	}
+	n := len(s)/4*3 - pad
+	return n > 0 && n%4 == 0
 }

@@ -194,6 +194,9 @@ func TestEmbeddingsMustAnswerEveryInput(t *testing.T) {
 		{"a string where numbers were asked for", one, "", answer(item(0, `"AAAAPw=="`)), false},
 		{"numbers where base64 was asked for (the SDKs' default)", one, "base64", answer(item(0, `[0.5]`)), true},
 		{"an empty vector where base64 was asked for", one, "base64", answer(item(0, `[]`)), false},
+		{"a string that is not base64", one, "base64", answer(item(0, `"!!!not base64!!!"`)), false},
+		{"base64 of no whole float32", one, "base64", answer(item(0, `"AAAA"`)), false},
+		{"base64 of two float32s", one, "base64", answer(item(0, `"AAAAPwAAgD8="`)), true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
