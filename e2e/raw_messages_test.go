@@ -4,17 +4,21 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/internal/fakeupstream"
 )
 
 // A REST body's conversation reaches an OpenAI-wire upstream byte for byte —
@@ -188,4 +192,18 @@ func TestARefusedKeyOnGRPCCarriesItsErrorInfo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A stream that fails before its first byte names the target that failed, in
+// x-switchyard-target, as a unary call's failure does.
+func TestAStreamThatFailsFirstNamesItsTarget(t *testing.T) {
+	t.Parallel()
+	g := start(t, "", withYAML(noRetries))
+	g.up.Script(fakeupstream.Reply{Status: http.StatusServiceUnavailable})
+	var header metadata.MD
+	s, err := pb.NewChatServiceClient(g.conn).StreamChatCompletion(context.Background(), grpcReq(), grpc.Header(&header))
+	require.NoError(t, err)
+	_, err = s.Recv()
+	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+	require.Equal(t, []string{"up/gpt-4o"}, header.Get("x-switchyard-target"))
 }

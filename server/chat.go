@@ -139,12 +139,14 @@ func (s *chatService) StreamChatCompletion(req *pb.ChatCompletionRequest, out gr
 	upstream, release := context.WithCancel(ctx)
 	defer release()
 	st, route, err := s.router.Stream(upstream, req, call)
-	name := rep.setTarget(route)
+	if name := rep.setTarget(route); name != "" {
+		// A stream that fails before its first byte names its target too, as a unary call does.
+		_ = out.SetHeader(metadata.Pairs(mdTarget, name))
+	}
 	if err != nil {
 		return toStatus(s.log, err)
 	}
 	defer st.Close()
-	_ = out.SetHeader(metadata.Pairs(mdTarget, name))
 	sse := sseFrom(ctx)
 	pender, _ := st.(providers.Pender)
 	if raw, ok := st.(providers.RawStream); ok && sse != nil {
