@@ -301,11 +301,12 @@ func TestALimitsStateExpiresOnItsOwn(t *testing.T) {
 		name   string
 		lim    limits.Limits
 		tokens int
+		keys   int // what the admission stores: the rates' hash when it charged something, the leases
 	}{
-		{"concurrency only", limits.Limits{MaxConcurrency: 2}, 100},
-		{"tpm, a call of no tokens", limits.Limits{TPM: 1000}, 0},
-		{"rpm and concurrency", limits.Limits{RPM: 10, MaxConcurrency: 2}, 0},
-		{"all three", limits.Limits{RPM: 10, TPM: 1000, MaxConcurrency: 2}, 50},
+		{"concurrency only", limits.Limits{MaxConcurrency: 2}, 100, 1},
+		{"tpm, a call of no tokens", limits.Limits{TPM: 1000}, 0, 0},
+		{"rpm and concurrency", limits.Limits{RPM: 10, MaxConcurrency: 2}, 0, 2},
+		{"all three", limits.Limits{RPM: 10, TPM: 1000, MaxConcurrency: 2}, 50, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -316,6 +317,7 @@ func TestALimitsStateExpiresOnItsOwn(t *testing.T) {
 			ctx := context.Background()
 			stored, err := c.Redis().Keys(ctx, "t:"+t.Name()+":*").Result()
 			require.NoError(t, err)
+			require.Len(t, stored, tc.keys, "%v", stored)
 			for _, k := range stored {
 				ttl, err := c.Redis().PTTL(ctx, k).Result()
 				require.NoError(t, err)

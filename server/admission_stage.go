@@ -94,12 +94,14 @@ func (a *admission) end(ctx context.Context, used int, began bool, err error) {
 	if a.key != nil && a.stage.keyM != nil {
 		a.stage.keyM.Request(a.key.ID, code)
 	}
-	release := func() error { return a.grant.Done(used) }
+	var rerr error
 	if c := status.Code(err); err != nil && used == 0 && !began && c != codes.DeadlineExceeded && c != codes.Canceled &&
 		code != http.StatusGatewayTimeout {
-		release = a.grant.DoneUnbilled
+		rerr = a.grant.DoneUnbilled()
+	} else {
+		rerr = a.grant.Done(used)
 	}
-	if rerr := release(); rerr != nil {
+	if rerr != nil {
 		a.stage.log.Warn("rate limit release failed", "key", a.key.ID, "error", rerr.Error(), "request_id", requestID(ctx))
 	}
 }
