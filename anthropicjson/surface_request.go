@@ -27,7 +27,8 @@ import (
 //   - tools (client tools) → functions; tool_choice auto/any/tool/none → auto/
 //     required/{function}/none, disable_parallel_tool_use → parallel_tool_calls false;
 //   - thinking enabled → reasoning_effort, the inverse of FromChat's budgets (under
-//     4096 low, under 16384 medium, else high); disabled or adaptive → none.
+//     4096 low, under 16384 medium, else high), and max_tokens → max_completion_tokens
+//     (the models that reason refuse max_tokens); disabled or adaptive → none.
 //
 // Dropped, because they have no meaning on the chat wire: cache_control (OpenAI
 // caches prompts by itself), signatures and redacted_thinking blocks (only
@@ -228,6 +229,10 @@ func thinkingToChat(t *Thinking, out *pb.ChatCompletionRequest) error {
 		return untranslatable("thinking.type", "thinking type "+jsonQuote(t.Type)+" has no equivalent on the chat completions wire")
 	}
 	out.ReasoningEffort = &effort
+	// The models that reason refuse max_tokens ("use max_completion_tokens
+	// instead"), and max_completion_tokens bounds the reasoning and the answer
+	// together, as Anthropic's max_tokens does.
+	out.MaxCompletionTokens, out.MaxTokens = out.MaxTokens, nil
 	return nil
 }
 

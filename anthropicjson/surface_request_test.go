@@ -38,7 +38,7 @@ func TestToChat(t *testing.T) {
 				`{"role":"assistant","content":[{"type":"thinking","thinking":"Use the tool.","signature":"sig"},{"type":"redacted_thinking","data":"xx"},` +
 				`{"type":"text","text":"Checking."},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}]},` +
 				`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"18C"}],"is_error":false},{"type":"text","text":"Thanks"}]}]}`,
-			want: `{"model":"m","max_tokens":5,"reasoning_effort":"medium","parallel_tool_calls":false,"tool_choice":"required",` +
+			want: `{"model":"m","max_completion_tokens":5,"reasoning_effort":"medium","parallel_tool_calls":false,"tool_choice":"required",` +
 				`"tools":[{"type":"function","function":{"name":"get_weather","description":"Weather now","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}],` +
 				`"messages":[{"role":"user","content":"Weather in Paris?"},` +
 				`{"role":"assistant","content":"Checking.","reasoning_content":"Use the tool.","tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},` +
@@ -51,7 +51,7 @@ func TestToChat(t *testing.T) {
 		{name: "tool call only: no content; thinking budgets",
 			body: `{"model":"m","max_tokens":5,"thinking":{"type":"enabled","budget_tokens":1024},"tool_choice":{"type":"none"},` +
 				`"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]}]}`,
-			want: `{"model":"m","max_tokens":5,"reasoning_effort":"low","tool_choice":"none",` +
+			want: `{"model":"m","max_completion_tokens":5,"reasoning_effort":"low","tool_choice":"none",` +
 				`"messages":[{"role":"assistant","tool_calls":[{"id":"t","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`},
 		{name: "thinking disabled",
 			body: `{"model":"m","max_tokens":5,"thinking":{"type":"disabled"},"tool_choice":{"type":"auto"},"messages":[]}`,

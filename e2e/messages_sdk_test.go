@@ -164,7 +164,11 @@ func TestMessagesGoSDKAgainstAnOpenAITarget(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "12 - 5 is 7.", msg.Content[0].AsThinking().Thinking)
 		require.Equal(t, "x = 7", msg.Content[1].Text)
-		require.Equal(t, "high", lastRequest(t, g.up)["reasoning_effort"])
+		sent := lastRequest(t, g.up)
+		require.Equal(t, "high", sent["reasoning_effort"])
+		// The models that reason refuse max_tokens.
+		require.EqualValues(t, 20000, sent["max_completion_tokens"])
+		require.NotContains(t, sent, "max_tokens")
 	})
 
 	t.Run("SDK-native errors", func(t *testing.T) {
