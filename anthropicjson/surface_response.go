@@ -15,7 +15,8 @@ import (
 // FromCompletion answers a /v1/messages request with a chat completion from a
 // target that speaks OpenAI's wire (its first choice): reasoning_content → a
 // thinking block (without signature), the content (and a refusal) → a text block,
-// tool_calls → tool_use blocks, finish_reason → stop_reason (see StopReasonFor),
+// tool_calls → tool_use blocks (a call whose arguments the caller's max_tokens
+// cut has input {}), finish_reason → stop_reason (see StopReasonFor),
 // usage → input tokens without the cached ones, output tokens, and the cached
 // ones (prompt_tokens_details.cached_tokens) as cache_read_input_tokens. The id
 // is "msg_" and the completion's id without "chatcmpl-". model names the model
@@ -40,18 +41,24 @@ func FromCompletion(c *pb.ChatCompletion, model string) ([]byte, error) {
 	if text != "" || (len(m.GetToolCalls()) == 0 && resp.Content == nil) {
 		resp.Content = append(resp.Content, ContentBlock{Type: BlockText, Text: text})
 	}
+	finish := ch.GetFinishReason()
 	for _, tc := range m.GetToolCalls() {
 		args := strings.TrimSpace(tc.GetFunction().GetArguments())
 		if args == "" {
 			args = "{}"
 		}
 		if !json.Valid([]byte(args)) || args[0] != '{' {
-			return nil, errors.New("tool call " + tc.GetId() + " has arguments that are not a JSON object")
+			if finish != "length" {
+				return nil, errors.New("tool call " + tc.GetId() + " has arguments that are not a JSON object")
+			}
+			// Cut by the caller's own max_tokens: answered as Anthropic answers
+			// it, a tool_use block whose input is what could be read (nothing)
+			// and stop_reason max_tokens, which says the call is not whole.
+			args = "{}"
 		}
 		resp.Content = append(resp.Content, ContentBlock{Type: BlockToolUse, ID: tc.GetId(), Name: tc.GetFunction().GetName(),
 			Input: json.RawMessage(args)})
 	}
-	finish := ch.GetFinishReason()
 	if m.GetRefusal() != "" && finish == "stop" {
 		finish = "content_filter"
 	}

@@ -38,6 +38,11 @@ func TestFromCompletion(t *testing.T) {
 			completion: `{"id":"c","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},"finish_reason":"length"}]}`,
 			want: `{"id":"msg_c","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ab"}],` +
 				`"stop_reason":"max_tokens","stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}`},
+		{name: "a tool call the caller's max_tokens cut",
+			completion: `{"id":"c","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,` +
+				`"tool_calls":[{"id":"t","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Par"}}]},"finish_reason":"length"}]}`,
+			want: `{"id":"msg_c","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"t","name":"weather","input":{}}],` +
+				`"stop_reason":"max_tokens","stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}`},
 		{name: "refusal",
 			completion: `{"id":"c","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"I can't help with that."},"finish_reason":"stop"}]}`,
 			want: `{"id":"msg_c","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"I can't help with that."}],` +
