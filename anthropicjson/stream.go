@@ -17,12 +17,14 @@ import (
 //     choice of index 0 (but the usage chunk, which has none);
 //   - a tool_use block is tool call number k (0, 1, ... in order): its first
 //     delta has index, id, type "function", name and arguments "", each
-//     input_json_delta then an argument piece under the same index;
+//     input_json_delta then an argument piece under the same index (a call
+//     that had none gets its start's input, {} when empty, at its block's end);
 //   - thinking_delta is a reasoning_content delta; at the end of a thinking or
 //     redacted_thinking block one delta carries the whole signed block in
 //     thinking_blocks (as ToCompletion writes them);
 //   - message_delta's stop_reason is the finish_reason chunk (FinishReason), an
-//     empty delta; message_stop then the usage chunk (choices [], usage as
+//     empty delta (and the matched stop_sequence as the choice's stop_reason, as
+//     ToCompletion writes it); message_stop then the usage chunk (choices [], usage as
 //     ToCompletion counts it) when IncludeUsage, and Complete reports true.
 //
 // ping, citations and server tool blocks give nothing; an "error" event is an
@@ -46,6 +48,8 @@ type openBlock struct {
 	typ       string
 	toolIndex int32
 	block     ContentBlock // thinking: text and signature so far
+	// args: a piece of a tool call's arguments went out.
+	args bool
 }
 
 // NewChunkTranslator starts translating a stream created at now.
@@ -176,6 +180,7 @@ func (t *ChunkTranslator) blockDelta(data []byte) ([]*pb.ChatCompletionChunk, er
 		}
 	case d.Type == DeltaInputJSON && b.typ == BlockToolUse:
 		if d.PartialJSON != "" {
+			b.args = true
 			index := b.toolIndex
 			return t.one(&pb.ChatDelta{ToolCalls: []*pb.ToolCall{{
 				Index: &index, Function: &pb.FunctionCall{Arguments: &d.PartialJSON},
@@ -205,6 +210,17 @@ func (t *ChunkTranslator) blockStop(data []byte) ([]*pb.ChatCompletionChunk, err
 		return nil, fmt.Errorf("%w: content block %d stopped but not open", ErrMalformed, e.Index)
 	}
 	delete(t.blocks, e.Index)
+	if b.typ == BlockToolUse && !b.args {
+		// A call with no arguments (no input_json_delta, or only empty ones):
+		// its arguments are the start's input, {} when empty, so that they are
+		// JSON, as a non-stream answer's are (the SDKs parse them).
+		args := string(b.block.Input)
+		if len(b.block.Input) == 0 || string(b.block.Input) == "null" {
+			args = "{}"
+		}
+		index := b.toolIndex
+		return t.one(&pb.ChatDelta{ToolCalls: []*pb.ToolCall{{Index: &index, Function: &pb.FunctionCall{Arguments: &args}}}}, nil), nil
+	}
 	if b.typ != BlockThinking && b.typ != BlockRedactedThinking {
 		return nil, nil
 	}
@@ -238,7 +254,12 @@ func (t *ChunkTranslator) messageDelta(data []byte) ([]*pb.ChatCompletionChunk, 
 	}
 	t.finished = true
 	finish := FinishReason(*e.Delta.StopReason)
-	return t.one(&pb.ChatDelta{}, &finish), nil
+	out := t.one(&pb.ChatDelta{}, &finish)
+	if *e.Delta.StopReason == StopStopSequence && e.Delta.StopSequence != nil {
+		// As ToCompletion: the matched sequence as the choice's stop_reason.
+		out[0].Choices[0].Extra = &structpb.Struct{Fields: map[string]*structpb.Value{"stop_reason": structpb.NewStringValue(*e.Delta.StopSequence)}}
+	}
+	return out, nil
 }
 
 // messageStop ends the stream: the finish chunk if message_delta gave none

@@ -145,6 +145,9 @@ func TestChunkTranslatorToolsAndThinking(t *testing.T) {
 		choice(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"location\": \"Pa"}}]}`),
 		choice(`{"tool_calls":[{"index":0,"function":{"arguments":"ris\"}"}}]}`),
 		choice(`{"tool_calls":[{"index":1,"id":"toolu_b","type":"function","function":{"name":"now","arguments":""}}]}`),
+		// A call with no arguments gets {} at its block's end: JSON, as the
+		// non-stream answer's (the SDKs parse them).
+		choice(`{"tool_calls":[{"index":1,"function":{"arguments":"{}"}}]}`),
 		`{` + head + `,"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
 		`{` + head + `,"choices":[],"usage":{"prompt_tokens":110,"completion_tokens":42,"total_tokens":152,"prompt_tokens_details":{"cached_tokens":100,"cache_creation_tokens":3}}}`,
 	}
@@ -162,6 +165,7 @@ func TestChunkTranslatorToolsAndThinking(t *testing.T) {
 	require.JSONEq(t, `{"location":"Paris"}`, msg.ToolCalls[0].Function.Arguments)
 	require.Equal(t, "toolu_b", msg.ToolCalls[1].ID)
 	require.Equal(t, "now", msg.ToolCalls[1].Function.Name)
+	require.Equal(t, "{}", msg.ToolCalls[1].Function.Arguments)
 	require.Equal(t, "tool_calls", acc.Choices[0].FinishReason)
 	require.EqualValues(t, 100, acc.Usage.PromptTokensDetails.CachedTokens)
 
@@ -209,16 +213,35 @@ func TestStreamAgreesWithCompletion(t *testing.T) {
 	require.Equal(t, fromWhole.Usage.PromptTokensDetails.CachedTokens, acc.Usage.PromptTokensDetails.CachedTokens)
 }
 
-// compactOr is "{}" for the empty arguments of a call that streamed none.
+// compactOr is args compacted (as they are when not JSON).
 func compactOr(args string) string {
-	if args == "" {
-		return "{}"
-	}
 	var b bytes.Buffer
 	if json.Compact(&b, []byte(args)) != nil {
 		return args
 	}
 	return b.String()
+}
+
+// The matched stop sequence is the finish chunk's stop_reason, as ToCompletion
+// gives it on the choice.
+func TestChunkTranslatorKeepsTheStopSequence(t *testing.T) {
+	t.Parallel()
+	events := []sseEvent{
+		{"message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}`},
+		{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
+		{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"1, 2, 3"}}`},
+		{"content_block_stop", `{"type":"content_block_stop","index":0}`},
+		{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"END"},"usage":{"output_tokens":5}}`},
+		{"message_stop", `{"type":"message_stop"}`},
+	}
+	chunks, _ := translate(t, events, false)
+	head := `"id":"msg_1","object":"chat.completion.chunk","created":1764590000,"model":"claude-x"`
+	require.JSONEq(t, `{`+head+`,"choices":[{"index":0,"delta":{},"finish_reason":"stop","stop_reason":"END"}]}`, chunks[len(chunks)-1])
+
+	c, err := ToCompletionAt([]byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"1, 2, 3"}],`+
+		`"stop_reason":"stop_sequence","stop_sequence":"END","usage":{"input_tokens":5,"output_tokens":5}}`), testNow)
+	require.NoError(t, err)
+	require.Equal(t, "END", c.GetChoices()[0].GetExtra().GetFields()["stop_reason"].GetStringValue())
 }
 
 func TestChunkTranslatorRedactedThinking(t *testing.T) {
