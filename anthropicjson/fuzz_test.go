@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/stretchr/testify/require"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
@@ -170,4 +171,59 @@ func hasPath(v any, path string) bool {
 		path = strings.TrimPrefix(path[len(name):], ".")
 	}
 	return true
+}
+
+// FuzzEventWriter: whatever chunks a chat stream sends (one JSON a line), the
+// events the /v1/messages surface writes are Anthropic's wire: a block starts
+// only when none is open, a delta is for the open block, and a stream that
+// ends well is a message the Go SDK accumulates.
+func FuzzEventWriter(f *testing.F) {
+	for _, s := range [][]string{
+		{`{"choices":[{"index":0,"delta":{"content":"hi"}}]}`, `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`},
+		{`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{\"a\":"}},{"index":1,"id":"b","function":{"name":"g","arguments":"{"}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"}"}},{"index":0,"function":{"arguments":"1}"}}]}}]}`},
+		{`{"choices":[{"index":0,"delta":{"reasoning_content":"r","content":"c","tool_calls":[{"index":3,"id":"x","function":{"name":"f","arguments":"[]"}}]}}]}`},
+	} {
+		f.Add([]byte(strings.Join(s, "\n")))
+	}
+	f.Fuzz(func(t *testing.T, input []byte) {
+		var events []string
+		open := -1
+		w := NewEventWriter("m", func(typ string, data []byte) error {
+			var e struct {
+				Index int `json:"index"`
+			}
+			require.NoError(t, json.Unmarshal(data, &e))
+			switch typ {
+			case EventContentBlockStart:
+				require.Equal(t, -1, open, "a block started while another is open")
+				open = e.Index
+			case EventContentBlockDelta:
+				require.Equal(t, open, e.Index, "a delta for a block that is not open")
+			case EventContentBlockStop:
+				require.Equal(t, open, e.Index)
+				open = -1
+			}
+			events = append(events, string(data))
+			return nil
+		})
+		for _, line := range bytes.Split(input, []byte("\n")) {
+			c := &pb.ChatCompletionChunk{}
+			if openaijson.UnmarshalChunk(line, c) != nil {
+				continue
+			}
+			if w.Chunk(c) != nil {
+				return
+			}
+		}
+		if w.End() != nil {
+			return
+		}
+		var msg anthropic.Message
+		for _, ev := range events {
+			var e anthropic.MessageStreamEventUnion
+			require.NoError(t, e.UnmarshalJSON([]byte(ev)))
+			require.NoError(t, msg.Accumulate(e), ev)
+		}
+	})
 }

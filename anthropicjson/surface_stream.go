@@ -2,6 +2,8 @@ package anthropicjson
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 )
@@ -24,8 +26,11 @@ type EventWriter struct {
 	open int
 	kind string
 	next int
-	// tools maps a tool call's index to its block.
-	tools  map[int32]int
+	// tools are the tool calls by their index; live is the one whose block is
+	// open (nil: none), held those waiting for their block, in order.
+	tools  map[int32]*toolState
+	live   *toolState
+	held   []*toolState
 	finish string
 	// refused: the answer was a refusal (stop_reason refusal).
 	refused bool
@@ -96,26 +101,84 @@ func (w *EventWriter) delta(d *pb.ChatDelta) error {
 	return nil
 }
 
-// toolCall starts a tool_use block for a call's first piece (the one with its id)
-// and writes its arguments as input_json_delta on that call's block.
+// toolCall writes a tool call's pieces: its first piece (the one with its id)
+// starts a tool_use block, each argument piece is an input_json_delta on that
+// block. Blocks run one after another, and a delta after its block's stop is not
+// Anthropic's wire: a call that begins while the open call's arguments are not
+// yet whole is held, its pieces gathered, and its block written when the open
+// call's arguments are whole (or at the end). A piece for a call whose block
+// already stopped is a malformed stream.
 func (w *EventWriter) toolCall(tc *pb.ToolCall) error {
 	if w.tools == nil {
-		w.tools = map[int32]int{}
+		w.tools = map[int32]*toolState{}
 	}
 	i := tc.GetIndex()
-	block, seen := w.tools[i]
+	st, seen := w.tools[i]
 	if !seen {
-		if err := w.start(BlockToolUse, ContentBlock{Type: BlockToolUse, ID: tc.GetId(), Name: tc.GetFunction().GetName(),
-			Input: json.RawMessage("{}")}); err != nil {
+		st = &toolState{block: -1, id: tc.GetId(), name: tc.GetFunction().GetName()}
+		w.tools[i] = st
+		if w.live != nil && !w.live.whole() {
+			w.held = append(w.held, st)
+		} else if err := w.startTool(st); err != nil {
 			return err
 		}
-		block = w.open
-		w.tools[i] = block
 	}
 	args := tc.GetFunction().GetArguments()
 	if args == "" {
 		return nil
 	}
+	switch {
+	case st == w.live:
+		st.args.WriteString(args)
+		if err := w.argsDelta(st.block, args); err != nil {
+			return err
+		}
+		return w.release()
+	case st.block < 0:
+		st.args.WriteString(args)
+		return nil
+	}
+	return fmt.Errorf("%w: arguments of tool call %d after its content block stopped", ErrMalformed, i)
+}
+
+// toolState is a tool call's block (-1: held) and its arguments so far.
+type toolState struct {
+	block    int
+	id, name string
+	args     strings.Builder
+}
+
+// whole reports whether the arguments so far are a whole JSON value: no piece can
+// follow them.
+func (t *toolState) whole() bool { return json.Valid([]byte(t.args.String())) }
+
+func (w *EventWriter) startTool(st *toolState) error {
+	if err := w.start(BlockToolUse, ContentBlock{Type: BlockToolUse, ID: st.id, Name: st.name, Input: json.RawMessage("{}")}); err != nil {
+		return err
+	}
+	st.block, w.live = w.open, st
+	return nil
+}
+
+// release writes the held calls whose turn has come: each while the open
+// call's arguments are whole (all of them at the end).
+func (w *EventWriter) release() error {
+	for len(w.held) > 0 && (w.live == nil || w.live.whole()) {
+		st := w.held[0]
+		w.held = w.held[1:]
+		if err := w.startTool(st); err != nil {
+			return err
+		}
+		if st.args.Len() > 0 {
+			if err := w.argsDelta(st.block, st.args.String()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (w *EventWriter) argsDelta(block int, args string) error {
 	return w.event(EventContentBlockDelta, ContentBlockDeltaEvent{Type: EventContentBlockDelta, Index: block,
 		Delta: Delta{Type: DeltaInputJSON, PartialJSON: args}})
 }
@@ -132,6 +195,7 @@ func (w *EventWriter) start(kind string, b ContentBlock) error {
 	if err := w.stop(); err != nil {
 		return err
 	}
+	w.live = nil
 	w.open, w.kind = w.next, kind
 	w.next++
 	return w.event(EventContentBlockStart, ContentBlockStartEvent{Type: EventContentBlockStart, Index: w.open, ContentBlock: b})
@@ -159,6 +223,10 @@ func (w *EventWriter) End() error {
 		if err := w.Chunk(&pb.ChatCompletionChunk{}); err != nil {
 			return err
 		}
+	}
+	w.live = nil
+	if err := w.release(); err != nil {
+		return err
 	}
 	if err := w.stop(); err != nil {
 		return err

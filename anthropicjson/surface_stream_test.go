@@ -129,3 +129,83 @@ func TestEventWriterRefusal(t *testing.T) {
 	require.Contains(t, got[len(got)-2].data, `"stop_reason":"refusal"`)
 	require.Contains(t, got[2].data, `"text":"No."`)
 }
+
+// TestEventWriterInterleavedToolCalls: calls whose pieces the chat stream
+// interleaves still make Anthropic's wire, one block after another and no delta
+// after its block's stop, each call with all its arguments.
+func TestEventWriterInterleavedToolCalls(t *testing.T) {
+	t.Parallel()
+	call := func(pieces string) string {
+		return chunkHead + `"choices":[{"index":0,"delta":{"tool_calls":[` + pieces + `]},"finish_reason":null}]}`
+	}
+	first := func(i, id, name, args string) string {
+		return `{"index":` + i + `,"id":"` + id + `","type":"function","function":{"name":"` + name + `","arguments":` + args + `}}`
+	}
+	piece := func(i, args string) string { return `{"index":` + i + `,"function":{"arguments":` + args + `}}` }
+	finish := chunkHead + `"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`
+	for _, tc := range []struct {
+		name   string
+		chunks []string
+		inputs []string
+	}{
+		{name: "two calls begin in one chunk, their arguments come in the next",
+			chunks: []string{call(first("0", "call_a", "f", `""`) + `,` + first("1", "call_b", "g", `""`)),
+				call(piece("0", `"{\"a\":1}"`) + `,` + piece("1", `"{\"b\":2}"`)), finish},
+			inputs: []string{`{"a":1}`, `{"b":2}`}},
+		{name: "pieces alternate",
+			chunks: []string{call(first("0", "call_a", "f", `"{\"a\":"`)), call(first("1", "call_b", "g", `"{\"b\":"`)),
+				call(piece("0", `"1}"`)), call(piece("1", `"2}"`)), finish},
+			inputs: []string{`{"a":1}`, `{"b":2}`}},
+		{name: "a call held to the end",
+			chunks: []string{call(first("0", "call_a", "f", `"{\"a\":"`)), call(first("1", "call_b", "g", `"{}"`)), finish},
+			inputs: []string{`{}`, `{}`}},
+		{name: "one after another streams as it comes",
+			chunks: []string{call(first("0", "call_a", "f", `"{\"a\":1}"`)), call(first("1", "call_b", "g", `""`)), call(piece("1", `"{\"b\":2}"`)), finish},
+			inputs: []string{`{"a":1}`, `{"b":2}`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := surfaceEvents(t, tc.chunks, true)
+			open := -1
+			var msg anthropic.Message
+			for _, ev := range got {
+				var e anthropic.MessageStreamEventUnion
+				require.NoError(t, e.UnmarshalJSON([]byte(ev.data)))
+				switch e.Type {
+				case "content_block_start":
+					require.Equal(t, -1, open, "block %d started while %d is open", e.Index, open)
+					open = int(e.Index)
+				case "content_block_delta":
+					require.Equal(t, open, int(e.Index), "delta of block %d while %d is open", e.Index, open)
+				case "content_block_stop":
+					require.Equal(t, open, int(e.Index))
+					open = -1
+				}
+				require.NoError(t, msg.Accumulate(e), ev.data)
+			}
+			require.Len(t, msg.Content, len(tc.inputs))
+			require.Equal(t, "call_a", msg.Content[0].ID, "the calls keep their order")
+			for i, want := range tc.inputs {
+				require.JSONEq(t, want, string(msg.Content[i].Input), "block %d", i)
+			}
+		})
+	}
+}
+
+// A piece for a call whose block already stopped (text came between) cannot be
+// written on Anthropic's wire: the stream is malformed, never a delta after a stop.
+func TestEventWriterRefusesAPieceAfterItsBlock(t *testing.T) {
+	t.Parallel()
+	w := NewEventWriter("m", func(string, []byte) error { return nil })
+	for _, c := range []string{
+		chunkHead + `"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]}}]}`,
+		chunkHead + `"choices":[{"index":0,"delta":{"content":"between"}}]}`,
+	} {
+		chunk := &pb.ChatCompletionChunk{}
+		require.NoError(t, openaijson.UnmarshalChunk([]byte(c), chunk))
+		require.NoError(t, w.Chunk(chunk))
+	}
+	chunk := &pb.ChatCompletionChunk{}
+	require.NoError(t, openaijson.UnmarshalChunk([]byte(chunkHead+`"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]}`), chunk))
+	require.ErrorIs(t, w.Chunk(chunk), ErrMalformed)
+}

@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard/switchyard/internal/fakeupstream"
@@ -39,4 +41,45 @@ func contentOf(t *testing.T, message []byte) string {
 	var m struct{ Content json.RawMessage }
 	require.NoError(t, json.Unmarshal(message, &m), string(message))
 	return string(m.Content)
+}
+
+// TestMessagesStreamOfInterleavedToolCalls: a chat target that begins two tool
+// calls in one chunk and sends their arguments in the next makes blocks one after
+// another on /v1/messages, which the Go SDK accumulates into both calls.
+func TestMessagesStreamOfInterleavedToolCalls(t *testing.T) {
+	t.Parallel()
+	g, _ := startNative(t)
+	chunk := func(delta, finish string) string {
+		return `{"id":"chatcmpl-r","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":` + delta +
+			`,"finish_reason":` + finish + `}]}`
+	}
+	g.up.Script(fakeupstream.Reply{Events: []string{
+		chunk(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"f","arguments":""}},`+
+			`{"index":1,"id":"call_b","type":"function","function":{"name":"g","arguments":""}}]}`, "null"),
+		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":1}"}},{"index":1,"function":{"arguments":"{\"b\":2}"}}]}`, "null"),
+		chunk(`{}`, `"tool_calls"`),
+		"[DONE]",
+	}})
+	st := claudeSDK(g).Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{Model: "up/gpt-4o", MaxTokens: 64,
+		Messages: userSays("call both")})
+	var msg anthropic.Message
+	open := int64(-1)
+	for st.Next() {
+		ev := st.Current()
+		switch ev.Type {
+		case "content_block_start":
+			require.EqualValues(t, -1, open, "a block began while another was open")
+			open = ev.Index
+		case "content_block_delta":
+			require.Equal(t, open, ev.Index, "a delta after its block's stop")
+		case "content_block_stop":
+			open = -1
+		}
+		require.NoError(t, msg.Accumulate(ev))
+	}
+	require.NoError(t, st.Err())
+	require.Len(t, msg.Content, 2)
+	require.JSONEq(t, `{"a":1}`, string(msg.Content[0].Input))
+	require.JSONEq(t, `{"b":2}`, string(msg.Content[1].Input))
+	require.Equal(t, anthropic.StopReasonToolUse, msg.StopReason)
 }
