@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -82,4 +84,48 @@ func TestMessagesStreamOfInterleavedToolCalls(t *testing.T) {
 	require.JSONEq(t, `{"a":1}`, string(msg.Content[0].Input))
 	require.JSONEq(t, `{"b":2}`, string(msg.Content[1].Input))
 	require.Equal(t, anthropic.StopReasonToolUse, msg.StopReason)
+}
+
+// TestMessagesRoutesNotServedAnswerInAnthropicsShape: a method or a path under
+// /v1/messages that Switchyard does not serve is an error the Anthropic SDK reads
+// as one (type "error", its status), not OpenAI's shape.
+func TestMessagesRoutesNotServedAnswerInAnthropicsShape(t *testing.T) {
+	t.Parallel()
+	g, _ := startNative(t)
+	t.Run("the SDK's Message Batches API", func(t *testing.T) {
+		_, err := claudeSDK(g).Messages.Batches.List(ctxFor(t), anthropic.MessageBatchListParams{})
+		var apiErr *anthropic.Error
+		require.ErrorAs(t, err, &apiErr)
+		require.Equal(t, http.StatusNotFound, apiErr.StatusCode)
+		require.Equal(t, "not_found_error", string(apiErr.Type()))
+	})
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		errType      string
+	}{
+		{"GET", "/v1/messages", http.StatusMethodNotAllowed, "invalid_request_error"},
+		{"GET", "/v1/messages/count_tokens", http.StatusMethodNotAllowed, "invalid_request_error"},
+		{"POST", "/v1/messages/batches", http.StatusNotFound, "not_found_error"},
+		{"POST", "/v1/messages/", http.StatusNotFound, "not_found_error"},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			req, err := http.NewRequest(tc.method, strings.TrimSuffix(g.base, "/v1")+tc.path, strings.NewReader(`{}`))
+			require.NoError(t, err)
+			req.Header.Set("x-api-key", messagesKey)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Equal(t, tc.status, resp.StatusCode, string(b))
+			var e struct {
+				Type  string
+				Error struct{ Type, Message string }
+			}
+			require.NoError(t, json.Unmarshal(b, &e), string(b))
+			require.Equal(t, "error", e.Type, string(b))
+			require.Equal(t, tc.errType, e.Error.Type)
+			require.Contains(t, e.Error.Message, tc.path)
+		})
+	}
 }

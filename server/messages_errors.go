@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sync"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/switchyard/switchyard/anthropicjson"
@@ -86,4 +87,19 @@ func setRequestIDHeader(w http.ResponseWriter) string {
 		w.Header().Set("Request-Id", id)
 	}
 	return id
+}
+
+// messagesRouteError answers a request under /v1/messages that no route serves
+// as Anthropic's SDKs read errors: 405 (Allow: POST) for a route served to POST
+// only, 404 for a path Switchyard does not serve (the Message Batches API among
+// them).
+func messagesRouteError(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v1/messages" || r.URL.Path == "/v1/messages/count_tokens" {
+		w.Header().Set("Allow", http.MethodPost)
+		writeMessagesError(w, statusOf(apiError{httpStatus: http.StatusMethodNotAllowed, grpcCode: codes.Unimplemented,
+			message: r.URL.Path + " takes POST, not " + r.Method}))
+		return
+	}
+	writeMessagesError(w, statusOf(apiError{httpStatus: http.StatusNotFound, grpcCode: codes.Unimplemented,
+		message: "Switchyard does not serve " + r.Method + " " + r.URL.Path + " (of Anthropic's API it serves POST /v1/messages and POST /v1/messages/count_tokens)"}))
 }

@@ -150,6 +150,10 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if r.URL.Path == "/v1/messages" || strings.HasPrefix(r.URL.Path, "/v1/messages/") {
+		messagesRouteError(w, r) // a method or a path Switchyard does not serve, in Anthropic's shape
+		return
+	}
 	if strings.HasPrefix(r.URL.Path, passthroughPrefix) {
 		f.passthrough(w, r)
 		return
