@@ -25,6 +25,7 @@ var defaultFailoverErrors = []string{
 	"upstream request failed",
 	"deploymentnotfound", // Azure: the model's deployment does not exist on that resource
 	"context_length_exceeded", "maximum context length", "context window exceeded",
+	"prompt is too long", "exceed context limit", // Anthropic's words for the same
 }
 
 // Failover says when a chain moves on to its next target.

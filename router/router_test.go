@@ -156,6 +156,10 @@ func TestFailoverTriggers(t *testing.T) {
 		{"400 context_length_exceeded code", &providers.Error{Status: 400, Code: "context_length_exceeded",
 			Message: "This model's maximum context length is 8192 tokens."}, true},
 		{"400 maximum context length message", perr(400, "This model's maximum context length is 8192 tokens, however you requested 9000"), true},
+		{"400 Anthropic prompt too long", &providers.Error{Status: 400, Type: "invalid_request_error",
+			Message: "prompt is too long: 201234 tokens > 200000 maximum"}, true},
+		{"400 Anthropic input and max_tokens past the window", &providers.Error{Status: 400, Type: "invalid_request_error",
+			Message: "input length and `max_tokens` exceed context limit: 197000 + 8192 > 200000, decrease input length or `max_tokens` and try again"}, true},
 		{"400 content policy stays put", &providers.Error{Status: 400, Code: "content_policy_violation",
 			Message: "Your request was rejected as a result of our safety system."}, false},
 		{"400 plain", perr(400, "Invalid 'temperature'"), false},
@@ -163,18 +167,20 @@ func TestFailoverTriggers(t *testing.T) {
 		{"cancelled", context.Canceled, false},
 	}
 	for _, tc := range cases {
-		f := newFixture(t, chainVM("chat", StrategyFailover, "a/m1", "b/m1"))
-		f.a.errs["m1"] = []error{tc.err}
-		route, err := f.chat("chat")
-		if tc.moves {
-			require.NoError(t, err, tc.name)
-			require.Equal(t, "b/m1", route.String(), tc.name)
-			require.Equal(t, []string{"a/m1", "b/m1"}, f.calls, tc.name)
-			require.Equal(t, []string{"k", ""}, f.keys, "the failover attempt goes without the idempotency key")
-		} else {
-			require.Error(t, err, tc.name)
-			require.Equal(t, []string{"a/m1"}, f.calls, tc.name)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, chainVM("chat", StrategyFailover, "a/m1", "b/m1"))
+			f.a.errs["m1"] = []error{tc.err}
+			route, err := f.chat("chat")
+			if tc.moves {
+				require.NoError(t, err)
+				require.Equal(t, "b/m1", route.String())
+				require.Equal(t, []string{"a/m1", "b/m1"}, f.calls)
+				require.Equal(t, []string{"k", ""}, f.keys, "the failover attempt goes without the idempotency key")
+			} else {
+				require.Error(t, err)
+				require.Equal(t, []string{"a/m1"}, f.calls)
+			}
+		})
 	}
 }
 
