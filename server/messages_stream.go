@@ -100,6 +100,7 @@ func (s messagesService) stream(ctx context.Context, req messageRequest, sse *ss
 	}
 	defer st.Close()
 	first := true
+	var seen anthropicjson.Usage
 	for {
 		ev, err := st.Next()
 		if errors.Is(err, io.EOF) {
@@ -114,7 +115,7 @@ func (s messagesService) stream(ctx context.Context, req messageRequest, sse *ss
 			s.metrics.TimeToFirstToken(route.Provider, route.Model, time.Since(rep.start))
 			rep.firstToken()
 		}
-		noteUsage(rep, ev)
+		noteUsage(rep, &seen, ev)
 		if err := sse.SendEvent(ev.Type, ev.Data); err != nil {
 			return err
 		}
@@ -122,8 +123,10 @@ func (s messagesService) stream(ctx context.Context, req messageRequest, sse *ss
 }
 
 // noteUsage notes the usage message_start and message_delta carry (cumulative).
-func noteUsage(rep *report, ev providers.Event) {
-	var usage *anthropicjson.Usage
+// seen is the stream's usage so far: message_start's, then each member a
+// message_delta sends (one that leaves input_tokens out, sending only the cache
+// counts, keeps message_start's).
+func noteUsage(rep *report, seen *anthropicjson.Usage, ev providers.Event) {
 	switch ev.Type {
 	case anthropicjson.EventMessageStart:
 		var e struct {
@@ -131,28 +134,38 @@ func noteUsage(rep *report, ev providers.Event) {
 				Usage *anthropicjson.Usage `json:"usage"`
 			} `json:"message"`
 		}
-		if json.Unmarshal(ev.Data, &e) == nil {
-			usage = e.Message.Usage
+		if json.Unmarshal(ev.Data, &e) != nil || e.Message.Usage == nil {
+			return
 		}
+		*seen = *e.Message.Usage
 	case anthropicjson.EventMessageDelta:
 		var e struct {
-			Usage *anthropicjson.Usage `json:"usage"`
+			Usage *anthropicjson.DeltaUsage `json:"usage"`
 		}
-		if json.Unmarshal(ev.Data, &e) == nil {
-			usage = e.Usage
+		if json.Unmarshal(ev.Data, &e) != nil || e.Usage == nil {
+			return
 		}
-	}
-	if usage == nil {
+		if e.Usage.InputTokens != nil {
+			seen.InputTokens = *e.Usage.InputTokens
+		}
+		if e.Usage.CacheReadInputTokens != nil {
+			seen.CacheReadInputTokens = e.Usage.CacheReadInputTokens
+		}
+		if e.Usage.CacheCreationInputTokens != nil {
+			seen.CacheCreationInputTokens = e.Usage.CacheCreationInputTokens
+		}
+		seen.OutputTokens = e.Usage.OutputTokens
+	default:
 		return
 	}
-	if in := inputTokens(*usage); in > 0 {
+	if in := inputTokens(*seen); in > 0 {
 		rep.tokensIn = in
 	}
 	final := ev.Type == anthropicjson.EventMessageDelta
 	if final { // message_start's output_tokens is a placeholder, not what was made
-		rep.tokensOut = usage.OutputTokens
+		rep.tokensOut = seen.OutputTokens
 	}
-	rep.anthropicUsage(*usage, final)
+	rep.anthropicUsage(*seen, final)
 }
 
 // chatEvents is a chat stream read as Anthropic events (anthropicjson.EventWriter):

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard/switchyard/anthropicjson"
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/providers"
 )
@@ -154,4 +155,32 @@ func TestMessagesDrainDeadline(t *testing.T) {
 	logs := r.logs.String()
 	require.NotContains(t, logs, `"status":499`)
 	require.Equal(t, 2, strings.Count(logs, `"status":503`), logs)
+}
+
+// TestMessagesStreamUsageKeepsWhatALaterEventLeavesOut: message_delta's usage is
+// cumulative, but a member it leaves out keeps message_start's value.
+func TestMessagesStreamUsageKeepsWhatALaterEventLeavesOut(t *testing.T) {
+	t.Parallel()
+	start := `{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"c","content":[],` +
+		`"usage":{"input_tokens":1000,"cache_read_input_tokens":5000,"output_tokens":1}}}`
+	for _, tc := range []struct {
+		name, delta string
+		in, out     int
+	}{
+		{"cache counts without input_tokens", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"cache_read_input_tokens":5000,"output_tokens":50}}`, 6000, 50},
+		{"output only", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":50}}`, 6000, 50},
+		{"every member, cumulative", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":1200,"cache_read_input_tokens":5000,"cache_creation_input_tokens":10,"output_tokens":50}}`, 6210, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rep := &report{}
+			var seen anthropicjson.Usage
+			noteUsage(rep, &seen, providers.Event{Type: "message_start", Data: []byte(start)})
+			require.Equal(t, 6000, rep.tokensIn)
+			noteUsage(rep, &seen, providers.Event{Type: "message_delta", Data: []byte(tc.delta)})
+			require.Equal(t, tc.in, rep.tokensIn)
+			require.Equal(t, tc.out, rep.tokensOut)
+			require.Equal(t, 5000, rep.usage.cached)
+		})
+	}
 }
