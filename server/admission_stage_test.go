@@ -70,6 +70,7 @@ func TestIdentify(t *testing.T) {
 		{"admin key on inference", both, inference, "sk-admin", codes.PermissionDenied, "", "inference API"},
 		{"no master key: a virtual key still counts", open, inference, s[0], codes.OK, "ok", ""},
 		{"no master key: a revoked one is refused", open, inference, s[1], codes.Unauthenticated, "", "revoked"},
+		{"no master key: an unknown virtual key is refused", open, inference, keys.SecretPrefix + "nope", codes.Unauthenticated, "", "no such virtual key"},
 		{"no master key: anything else passes", open, inference, "whatever", codes.OK, "", ""},
 	}
 	for _, tt := range tests {

@@ -287,7 +287,7 @@ func (a authorizer) verify(method, authorization string) (string, error) {
 // keys are Unauthenticated (a revoked or expired virtual key too, saying so); a
 // valid key on the wrong service is PermissionDenied. Health and reflection need
 // none. A virtual key is recognised (and its limits apply) even when no master
-// key is set.
+// key is set, and a key in a virtual key's form that no key has is refused then too.
 func (a authorizer) identify(method, authorization string) (string, *keys.Key, error) {
 	var want, other, kind string
 	switch {
@@ -316,6 +316,12 @@ func (a authorizer) identify(method, authorization string) (string, *keys.Key, e
 		}
 	}
 	if want == "" {
+		if ok && a.virtual != nil && strings.HasPrefix(got, keys.SecretPrefix) {
+			// Served without a key, but a virtual key Switchyard does not know (a
+			// typo, a key of another gateway) is refused as a revoked one is, not
+			// served with no key's limits and allowlist.
+			return "", nil, unauthenticated("Incorrect API key provided: Switchyard has no such virtual key.")
+		}
 		return "", nil, nil
 	}
 	switch {
