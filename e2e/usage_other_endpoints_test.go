@@ -38,6 +38,8 @@ func TestUsageRecordsPassthroughAndCountTokens(t *testing.T) {
 	}
 	require.Contains(t, byEndpoint, "passthrough")
 	require.Equal(t, "up", byEndpoint["passthrough"]["provider"])
+	attempts := byEndpoint["passthrough"]["attempts"].([]any)
+	require.Equal(t, "up", attempts[0].(map[string]any)["target"], "a call to the provider, not to one of its models")
 	require.EqualValues(t, 200, byEndpoint["passthrough"]["status"])
 	require.Contains(t, byEndpoint, "count_tokens")
 	require.Equal(t, "anth/"+claudeModel, byEndpoint["count_tokens"]["model"])

@@ -43,8 +43,13 @@ type Route struct {
 	Model string
 }
 
-// String is "provider/model".
-func (r Route) String() string { return r.Provider + "/" + r.Model }
+// String is "provider/model", or "provider" for a call to no model.
+func (r Route) String() string {
+	if r.Model == "" {
+		return r.Provider // a call to the provider, not to one of its models (passthrough)
+	}
+	return r.Provider + "/" + r.Model
+}
 
 // Target is a provider with its configured models and its resilience guard.
 type Target struct {
