@@ -141,6 +141,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	}
 	srv, err := server.New(server.Config{
 		Log: log, Router: rt, MaxBodyBytes: cfg.Server.MaxBodyBytes, DrainTimeout: cfg.Server.DrainTimeout,
+		DrainDelay:   cfg.Server.DrainDelay,
 		WriteTimeout: cfg.Server.StreamIdleTimeout, ReadTimeout: cfg.Server.ReadTimeout, IdleTimeout: cfg.Server.IdleTimeout,
 		MaxConnectionAge: cfg.Server.MaxConnectionAge, MaxConnectionAgeGrace: cfg.Server.MaxConnectionAgeGrace,
 		Failover: cfg.Failover, Providers: infos, Targets: targets,
@@ -192,7 +193,11 @@ func (a *App) GRPCAddr() string { return a.grpcLis.Addr().String() }
 // Done yields the serving error (nil after a clean shutdown).
 func (a *App) Done() <-chan error { return a.done }
 
-// Shutdown drains and stops the server; later calls return the first result.
+// EndDrainDelay ends Shutdown's server.drain_delay now (a second signal).
+func (a *App) EndDrainDelay() { a.server.EndDrainDelay() }
+
+// Shutdown drains and stops the server (after server.drain_delay); later calls
+// return the first result.
 func (a *App) Shutdown(ctx context.Context) error {
 	a.stopOnce.Do(func() {
 		a.stopBG()

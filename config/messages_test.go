@@ -177,6 +177,8 @@ func TestOutOfRangeValuesRejected(t *testing.T) {
 			want: `providers.a.base_url (line 5): "ftp://host/v1" is not an http(s) URL`},
 		{name: "negative drain_timeout", yaml: "server:\n  drain_timeout: -1s\n",
 			want: `server.drain_timeout (line 2): must not be negative; got -1s`},
+		{name: "negative drain_delay", yaml: "server:\n  drain_delay: -1s\n",
+			want: `server.drain_delay (line 2): must not be negative; got -1s`},
 		{name: "negative recheck_interval", yaml: "server:\n  recheck_interval: -5s\n",
 			want: `server.recheck_interval (line 2): must not be negative; got -5s`},
 		{name: "negative heap floor", yaml: "server:\n  heap_floor_bytes: -1\n",

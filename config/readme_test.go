@@ -39,6 +39,7 @@ func TestReadmeSettingsTableMatchesCode(t *testing.T) {
 		"server.data_dir":                                config.DefaultDataDir,
 		"server.recheck_interval":                        config.DefaultRecheckInterval.String(),
 		"server.drain_timeout":                           config.DefaultDrainTimeout.String(),
+		"server.drain_delay":                             time.Duration(0).String(),
 		"server.read_timeout":                            config.DefaultReadTimeout.String(),
 		"server.idle_timeout":                            config.DefaultIdleTimeout.String(),
 		"server.max_connection_age":                      config.DefaultMaxConnectionAge.String(),

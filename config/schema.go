@@ -46,6 +46,11 @@ type Server struct {
 	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
 	// DrainTimeout is the drain deadline for in-flight calls on SIGTERM.
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
+	// DrainDelay is how long, after SIGTERM or SIGINT, both listeners go on
+	// accepting and serving new calls while readiness answers 503 and gRPC health
+	// NOT_SERVING, so that load balancers stop sending first; then the drain
+	// (DrainTimeout) begins. A second signal ends it early. 0: no delay.
+	DrainDelay time.Duration `yaml:"drain_delay"`
 	// ReadTimeout bounds reading a whole REST request, headers and body; slower
 	// requests get 408 and their connection closed. Answers and streams are not bounded by it.
 	ReadTimeout time.Duration `yaml:"read_timeout"`

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,6 +63,10 @@ type Config struct {
 	MaxBodyBytes int64
 	// DrainTimeout is the drain deadline for in-flight calls.
 	DrainTimeout time.Duration
+	// DrainDelay is how long both listeners keep accepting and serving new calls
+	// after Shutdown has turned readiness off, so that load balancers see the 503 /
+	// NOT_SERVING and stop sending before the listeners close. Zero: they close at once.
+	DrainDelay time.Duration
 	// Failover is the global failover block virtual models made through the admin
 	// API inherit.
 	Failover config.Failover
@@ -132,6 +137,9 @@ type Server struct {
 	// service's too (followHealth); stopHealth ends the following.
 	readyNow   func() (bool, string)
 	stopHealth chan struct{}
+	// endDelay, closed by EndDrainDelay, ends Shutdown's drain delay early.
+	endDelay     chan struct{}
+	endDelayOnce sync.Once
 }
 
 // New builds the gRPC server, the in-memory REST→gRPC connection and the REST handler.
@@ -192,7 +200,7 @@ func New(cfg Config) (*Server, error) {
 	register(gw)
 
 	s := &Server{cfg: cfg, grpc: gs, gateway: gw, health: hs, internal: bufconn.Listen(1 << 20), drain: drain,
-		stopHealth: make(chan struct{})}
+		stopHealth: make(chan struct{}), endDelay: make(chan struct{})}
 	s.readyNow = readyWith(s.readiness, cfg.SharedReady)
 	conn, err := grpc.NewClient("passthrough:///switchyard-internal",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return s.internal.DialContext(ctx) }),
@@ -294,14 +302,18 @@ func (s *Server) Serve(grpcLis, httpLis net.Listener) error {
 	for range 3 {
 		if err := <-errc; err != nil && first == nil && !errors.Is(err, grpc.ErrServerStopped) {
 			first = err
+			s.EndDrainDelay() // nothing to wait for: a listener has failed
 			go s.Shutdown(context.Background())
 		}
 	}
 	return first
 }
 
-// Shutdown drains in order: readiness off; both listeners stop accepting at once
-// (gRPC clients get GOAWAY); in-flight calls run on up to the drain deadline; calls
+// Shutdown drains in order: readiness off (/health/ready 503, gRPC health
+// NOT_SERVING); both listeners go on accepting and serving new calls for the drain
+// delay (or until EndDrainDelay or ctx ends it), so that load balancers see it; both
+// listeners stop accepting at once (gRPC clients get GOAWAY); in-flight calls run on
+// up to the drain deadline; calls
 // still running then are ended with an answer (REST 503, gRPC Unavailable, a
 // stream's in-band error or final status) and get answerGrace to write it; then
 // everything closes.
@@ -312,6 +324,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 	s.ready.Store(false)
 	close(s.stopHealth)
 	s.health.Shutdown()
+	s.waitDrainDelay(ctx)
 	if s.cfg.DrainTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.DrainTimeout)
@@ -336,6 +349,25 @@ func (s *Server) Shutdown(ctx context.Context) {
 	// REST calls are over: the in-memory gRPC server they used can go.
 	s.gateway.Stop()
 	_ = s.conn.Close()
+}
+
+// EndDrainDelay ends Shutdown's drain delay now, or before it starts (a second
+// signal): the listeners close and the drain begins. Later calls do nothing.
+func (s *Server) EndDrainDelay() { s.endDelayOnce.Do(func() { close(s.endDelay) }) }
+
+// waitDrainDelay serves on, not ready, until the drain delay is over,
+// EndDrainDelay is called or ctx ends.
+func (s *Server) waitDrainDelay(ctx context.Context) {
+	if s.cfg.DrainDelay <= 0 {
+		return
+	}
+	t := time.NewTimer(s.cfg.DrainDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.endDelay:
+	case <-ctx.Done():
+	}
 }
 
 // waitAll waits for every done channel to close; false if stop closed first.

@@ -14,8 +14,9 @@ import (
 	"github.com/switchyard/switchyard/tracing"
 )
 
-// run parses flags, loads the config, serves until ctx ends, then drains.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) (string, bool)) error {
+// run parses flags, loads the config, serves until ctx ends (the first signal),
+// then drains; again closing (a second signal) ends server.drain_delay early.
+func run(ctx context.Context, again <-chan struct{}, args []string, stdout, stderr io.Writer, env func(string) (string, bool)) error {
 	o, err := parseFlags(args, stdout, stderr)
 	if err != nil {
 		return err
@@ -69,7 +70,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: readiness off, draining in-flight calls", "drain_timeout_ms", server.Millis(cfg.Server.DrainTimeout))
+	log.Info("shutting down: readiness off, serving on for drain_delay, then draining in-flight calls",
+		"drain_delay_ms", server.Millis(cfg.Server.DrainDelay), "drain_timeout_ms", server.Millis(cfg.Server.DrainTimeout))
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		select {
+		case <-again:
+			log.Info("second signal: ending drain_delay, draining now")
+			a.EndDrainDelay()
+		case <-stopped:
+		}
+	}()
 	if err := a.Shutdown(context.Background()); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
