@@ -5,6 +5,7 @@ package tracing
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -47,13 +48,12 @@ func FromEnv(ctx context.Context, env func(string) (string, bool)) (trace.Tracer
 	if !Enabled(env) {
 		return Noop(), func(context.Context) error { return nil }, nil
 	}
-	protocol, _ := env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-	if protocol == "" {
-		protocol, _ = env("OTEL_EXPORTER_OTLP_PROTOCOL")
+	protocol, err := protocolOf(env)
+	if err != nil {
+		return nil, nil, err
 	}
 	var exp *otlptrace.Exporter
-	var err error
-	if strings.TrimSpace(protocol) == "grpc" {
+	if protocol == "grpc" {
 		exp, err = otlptracegrpc.New(ctx)
 	} else {
 		exp, err = otlptracehttp.New(ctx)
@@ -68,6 +68,28 @@ func FromEnv(ctx context.Context, env func(string) (string, bool)) (trace.Tracer
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	return tp, tp.Shutdown, nil
+}
+
+// protocolOf is the OTLP protocol the environment asks for:
+// OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL, else
+// http/protobuf. Any other value than grpc or http/protobuf is an error naming the
+// variable (http/json, which the OTel spec defines, included: the OTLP HTTP
+// exporter sends protobuf only).
+func protocolOf(env func(string) (string, bool)) (string, error) {
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		v, _ := env(name)
+		switch p := strings.TrimSpace(v); p {
+		case "":
+			continue
+		case "grpc", "http/protobuf":
+			return p, nil
+		case "http/json":
+			return "", fmt.Errorf("%s=%q is not supported (the OTLP exporter sends protobuf only): want grpc or http/protobuf", name, v)
+		default:
+			return "", fmt.Errorf("%s=%q: want grpc or http/protobuf", name, v)
+		}
+	}
+	return "http/protobuf", nil
 }
 
 // IncomingCarrier reads a call's incoming gRPC metadata for propagation, one key
