@@ -229,7 +229,8 @@ func buildTargets(cfg *config.Config, log *slog.Logger, m *metrics.Metrics, lim 
 				TokenDelay: p.Simulator.TokenDelay, Tokens: p.Simulator.Tokens, Models: p.Models})
 			if name == config.SimulatorName && len(cfg.Providers) == 1 {
 				log.Warn("no providers configured: serving the built-in simulator (deterministic text, no network). " +
-					"Add real providers with OPENAI_API_KEY (+ OPENAI_BASE_URL), OLLAMA_BASE_URL, VLLM_BASE_URL, " +
+					"Add real providers with OPENAI_API_KEY (+ OPENAI_BASE_URL), ANTHROPIC_API_KEY (+ ANTHROPIC_BASE_URL), " +
+					"OLLAMA_BASE_URL, VLLM_BASE_URL, " +
 					"or a providers: block in a config file passed with --config")
 			}
 		case "anthropic":

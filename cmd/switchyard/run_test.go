@@ -48,7 +48,9 @@ func TestRunWithoutConfigServesTheSimulator(t *testing.T) {
 		return false
 	}, 10*time.Second, 10*time.Millisecond)
 	require.Contains(t, out.String(), "serving the built-in simulator", "it says what it is doing")
-	require.Contains(t, out.String(), "OPENAI_API_KEY", "and how to add real providers")
+	for _, v := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OLLAMA_BASE_URL", "VLLM_BASE_URL"} {
+		require.Contains(t, out.String(), v, "and how to add real providers")
+	}
 
 	resp, err := http.Post(httpURL+"/v1/chat/completions", "application/json",
 		strings.NewReader(`{"model":"sim-1","messages":[{"role":"user","content":"hello"}]}`))
