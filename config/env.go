@@ -46,6 +46,7 @@ func applyEnv(cfg *Config, env func(string) (string, bool)) (map[string]string, 
 	if base := get("VLLM_BASE_URL"); base != "" {
 		addProvider("vllm", &Provider{Type: "vllm", BaseURL: base})
 	}
+	cfg.envWarnings = azureAlone(cfg.Providers, get)
 
 	var errs []*Error
 	origins := map[string]string{}

@@ -170,3 +170,39 @@ func TestSelfCallWarning(t *testing.T) {
 		})
 	}
 }
+
+// TestAzureEnvironmentAloneIsNamed: AZURE_OPENAI_API_KEY (or _ENDPOINT) adds no
+// provider by itself; set with no type azure provider, a warning says what is
+// missing instead of ignoring it.
+func TestAzureEnvironmentAloneIsNamed(t *testing.T) {
+	t.Parallel()
+	const needs = ": Azure OpenAI needs a type azure provider in a config file (--config) with base_url " +
+		"(the resource's endpoint, e.g. ${AZURE_OPENAI_ENDPOINT}), api_key: ${AZURE_OPENAI_API_KEY} and deployments (the models it serves)"
+	const azure = "providers:\n  az:\n    type: azure\n    base_url: https://r.openai.azure.com\n    api_key: ${AZURE_OPENAI_API_KEY}\n"
+	cases := []struct {
+		name, yaml string
+		env        map[string]string
+		want       []string
+	}{
+		{name: "key alone", env: map[string]string{"AZURE_OPENAI_API_KEY": "k"},
+			want: []string{"AZURE_OPENAI_API_KEY is set, but no provider uses it" + needs}},
+		{name: "key and endpoint", env: map[string]string{"AZURE_OPENAI_API_KEY": "k", "AZURE_OPENAI_ENDPOINT": "https://r.openai.azure.com"},
+			want: []string{"AZURE_OPENAI_API_KEY and AZURE_OPENAI_ENDPOINT are set, but no provider uses them" + needs}},
+		{name: "beside another provider", env: map[string]string{"AZURE_OPENAI_API_KEY": "k", "OPENAI_API_KEY": "sk"},
+			want: []string{"AZURE_OPENAI_API_KEY is set, but no provider uses it" + needs}},
+		{name: "an azure provider uses it", yaml: azure, env: map[string]string{"AZURE_OPENAI_API_KEY": "k"}},
+		{name: "not set", env: map[string]string{"OPENAI_API_KEY": "sk"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := ""
+			if tc.yaml != "" {
+				path = writeFile(t, tc.yaml)
+			}
+			cfg, err := config.Load(path, envOf(tc.env))
+			require.NoError(t, err)
+			require.Equal(t, tc.want, cfg.Warnings())
+		})
+	}
+}

@@ -26,6 +26,10 @@ type Config struct {
 	PricingFile string `yaml:"pricing_file"`
 	// State is where shared state lives (embedded, or Redis for several replicas).
 	State State `yaml:"state"`
+
+	// envWarnings are what the environment asked for that cannot work as set
+	// (Warnings reports them).
+	envWarnings []string
 }
 
 // Server configures the listeners.

@@ -13,8 +13,9 @@ var hostedAPIs = map[string]string{
 }
 
 // Warnings are settings that load but cannot work as written, one sentence each,
-// naming the provider: today, a provider that calls a hosted API without a key
-// (it would list no models and every call would get 401). Start logs them.
+// naming the provider or variable: a provider that calls a hosted API without a
+// key (it would list no models and every call would get 401), one that calls
+// Switchyard itself, Azure variables no provider uses. Start logs them.
 func (c *Config) Warnings() []string {
 	var out []string
 	for _, name := range c.providerNames() {
@@ -32,7 +33,35 @@ func (c *Config) Warnings() []string {
 				name, p.BaseURL, name, envVar))
 		}
 	}
-	return append(out, c.selfCalls()...)
+	return append(append(out, c.selfCalls()...), c.envWarnings...)
+}
+
+// azureAlone warns of AZURE_OPENAI_API_KEY or AZURE_OPENAI_ENDPOINT set with no
+// type azure provider: unlike OPENAI_API_KEY they add none by themselves (Azure
+// also needs the resource's endpoint and the deployments to serve), and would
+// otherwise be ignored without a word.
+func azureAlone(providers map[string]*Provider, get func(string) string) []string {
+	for _, p := range providers {
+		if p != nil && p.Type == "azure" {
+			return nil
+		}
+	}
+	var set []string
+	for _, v := range []string{"AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT"} {
+		if get(v) != "" {
+			set = append(set, v)
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	what := strings.Join(set, " and ") + " is set, but no provider uses it"
+	if len(set) == 2 {
+		what = strings.Join(set, " and ") + " are set, but no provider uses them"
+	}
+	return []string{what + ": Azure OpenAI needs a type azure provider in a config file (--config) with base_url " +
+		"(the resource's endpoint, e.g. ${AZURE_OPENAI_ENDPOINT}), api_key: ${AZURE_OPENAI_API_KEY} and deployments " +
+		"(the models it serves)"}
 }
 
 func hasAuthHeader(h map[string]string) bool {
