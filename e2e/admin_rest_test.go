@@ -307,6 +307,7 @@ func TestREADMEAdminCurlsRunOnTheDefaultSetup(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, a.Shutdown(context.Background())) })
 
 	ran := 0
+	var created, updated map[string]any
 	for _, c := range commands {
 		c = strings.TrimSpace(c)
 		if c == "" {
@@ -316,9 +317,33 @@ func TestREADMEAdminCurlsRunOnTheDefaultSetup(t *testing.T) {
 		out, err := exec.Command("sh", "-c", c).CombinedOutput()
 		require.NoError(t, err, "%s: %s", c, out)
 		require.True(t, json.Valid(out), "%s: %s", c, out)
+		switch {
+		case strings.HasPrefix(c, "curl -sS --fail-with-body -X POST "+a.HTTPAddr()+"/admin/v1/keys "):
+			created = limitsOf(t, out)
+		case strings.HasPrefix(c, "curl -sS --fail-with-body -X PATCH "):
+			updated = limitsOf(t, out)
+		}
 		ran++
 	}
 	require.Equal(t, len(adminMethods()), ran, "one curl per admin route")
+	// An update's limits replace the key's whole: the example that raises rpm
+	// must send the other limits again, or they are dropped.
+	require.NotEmpty(t, created)
+	for name := range created {
+		require.Contains(t, updated, name, "the README's key update drops the key's %s", name)
+	}
+}
+
+// limitsOf is the limits of the key in a CreateKey or UpdateKey answer.
+func limitsOf(t *testing.T, answer []byte) map[string]any {
+	t.Helper()
+	var got struct {
+		Key struct {
+			Limits map[string]any `json:"limits"`
+		} `json:"key"`
+	}
+	require.NoError(t, json.Unmarshal(answer, &got), "%s", answer)
+	return got.Key.Limits
 }
 
 // Text that is not UTF-8 in a path or a query (%ff) is read as U+FFFD, as a
