@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,4 +76,27 @@ func TestReadmeConfigErrorIsWhatTheCommandPrints(t *testing.T) {
 	var line struct{ Msg string }
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &line), "one JSON log line: %s", stdout.String())
 	require.Equal(t, "Switchyard starting", line.Msg)
+}
+
+// TestReadmeLogFormatDefault: without --log-format or SWITCHYARD_LOG_FORMAT, logs
+// are text on a terminal and JSON otherwise, as the README says.
+func TestReadmeLogFormatDefault(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	require.True(t, strings.Contains(string(raw), "Logs are text on a terminal and JSON otherwise"),
+		"the README says what the default log format is")
+
+	file, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	require.NoError(t, err)
+	defer file.Close()
+	_, isJSON := newLogger(file, "", slog.LevelInfo).Handler().(*slog.JSONHandler)
+	require.True(t, isJSON, "a file gets JSON")
+
+	terminal, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no terminal to try: %v", err)
+	}
+	defer terminal.Close()
+	_, isText := newLogger(terminal, "", slog.LevelInfo).Handler().(*slog.TextHandler)
+	require.True(t, isText, "a terminal gets text")
 }
