@@ -3,6 +3,7 @@ package config_test
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/keys"
+	"github.com/switchyard/switchyard/providers/simulator"
 	"github.com/switchyard/switchyard/resilience"
+	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/usage"
 )
 
 // TestReadmeSettingsTableMatchesCode keeps the README's defaults honest.
@@ -22,17 +27,32 @@ func TestReadmeSettingsTableMatchesCode(t *testing.T) {
 	start := strings.Index(text, "<!-- settings-table -->")
 	end := strings.Index(text, "<!-- /settings-table -->")
 	require.True(t, start >= 0 && end > start, "README settings table markers")
-	documented := map[string]string{}
+	documented, meaning := map[string]string{}, map[string]string{}
 	for _, line := range strings.Split(text[start:end], "\n") {
 		cells := strings.Split(line, "|")
 		if len(cells) < 4 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
 			continue
 		}
-		documented[strings.Trim(strings.TrimSpace(cells[1]), "`")] = strings.Trim(strings.TrimSpace(cells[2]), "`")
+		key := strings.Trim(strings.TrimSpace(cells[1]), "`")
+		documented[key] = strings.Trim(strings.TrimSpace(cells[2]), "`")
+		meaning[key] = strings.Join(cells[3:], "|")
+	}
+	// Every setting of these blocks has a row: a new one cannot be left out.
+	for prefix, block := range map[string]any{"server.": config.Server{}, "providers.*.simulator.": config.Simulator{}} {
+		for _, name := range yamlKeys(block) {
+			_, ok := documented[prefix+name]
+			require.True(t, ok, "the README's settings table lacks %s%s", prefix, name)
+		}
+	}
+	for _, file := range []string{store.FileName, keys.FileName, usage.FileName} {
+		require.Contains(t, meaning["server.data_dir"], file, "server.data_dir's row names what it holds")
 	}
 	r, b := resilience.DefaultRetry(), resilience.DefaultBreaker()
 	code := map[string]string{
 		"server.http_addr":                               config.DefaultHTTPAddr,
+		"server.master_key":                              "",
+		"server.admin_key":                               "",
+		"server.allow_unauthenticated":                   fmt.Sprint(config.Server{}.AllowUnauthenticated),
 		"server.grpc_addr":                               config.DefaultGRPCAddr,
 		"server.max_body_bytes":                          fmt.Sprint(config.DefaultMaxBodyBytes),
 		"server.stream_idle_timeout":                     config.DefaultStreamIdleTimeout.String(),
@@ -67,6 +87,10 @@ func TestReadmeSettingsTableMatchesCode(t *testing.T) {
 		"providers.*.limits.tpm":                         fmt.Sprint(config.ProviderLimits{}.TPM),
 		"providers.*.limits.max_concurrency":             fmt.Sprint(config.ProviderLimits{}.MaxConcurrency),
 		"providers.*.default_max_tokens":                 fmt.Sprint(config.DefaultAnthropicMaxTokens),
+		"providers.*.simulator.time_to_first_token":      time.Duration(0).String(),
+		"providers.*.simulator.token_delay":              time.Duration(0).String(),
+		"providers.*.simulator.tokens":                   fmt.Sprint(config.DefaultSimulatorTokens),
+		"providers.*.simulator.dimensions":               fmt.Sprint(simulator.DefaultDimensions),
 		"resilience.retry.max_retries":                   fmt.Sprint(r.MaxRetries),
 		"resilience.retry.initial_backoff":               r.InitialBackoff.String(),
 		"resilience.retry.max_backoff":                   r.MaxBackoff.String(),
@@ -83,6 +107,23 @@ func TestReadmeSettingsTableMatchesCode(t *testing.T) {
 		"resilience.first_token_timeout":                 resilience.DefaultFirstTokenTimeout.String(),
 	}
 	require.Equal(t, code, documented)
+}
+
+// yamlKeys are the YAML names of a config block's fields.
+func yamlKeys(block any) []string {
+	var names []string
+	typ := reflect.TypeOf(block)
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // TestReadmeYAMLExamplesLoad: the README's provider and virtual-model examples,
