@@ -164,6 +164,12 @@ func TestUsageLedger(t *testing.T) {
 		code, _ = adminREST(t, g, http.MethodGet, "/admin/v1/usage?since=yesterday", "")
 		require.Equal(t, http.StatusBadRequest, code)
 	})
+	t.Run("since in days", func(t *testing.T) {
+		code, body := adminREST(t, g, http.MethodGet, "/admin/v1/usage?since=7d&group_by=model", "")
+		require.Equal(t, http.StatusOK, code, body)
+		out := adminCall(t, g, "QueryUsage", `{"since":"1d12h","group_by":["model"]}`)
+		require.NotEmpty(t, out["groups"], "%v", out)
+	})
 }
 
 // TestUsageBudget: a virtual key's budget_usd per budget_period refuses its calls

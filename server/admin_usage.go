@@ -46,12 +46,33 @@ func usageRange(start, end, since string, now time.Time) (time.Time, time.Time, 
 	}
 	d := defaultUsageRange
 	if since != "" {
-		var err error
-		if d, err = time.ParseDuration(since); err != nil || d <= 0 {
-			return time.Time{}, time.Time{}, invalidRequest("since", "since must be a positive duration such as 24h or 90m")
+		var ok bool
+		if d, ok = parseSince(since); !ok {
+			return time.Time{}, time.Time{}, invalidRequest("since", "since must be a positive duration such as 24h, 90m, 7d or 1d12h")
 		}
 	}
 	return to.Add(-d), to, nil
+}
+
+// parseSince reads a positive Go duration, which may begin with whole days
+// ("7d", "1d12h"): the unit a usage range is most often asked in.
+func parseSince(s string) (time.Duration, bool) {
+	var days time.Duration
+	if n, rest, found := strings.Cut(s, "d"); found {
+		v, err := strconv.ParseUint(n, 10, 16)
+		if err != nil {
+			return 0, false
+		}
+		days, s = time.Duration(v)*24*time.Hour, rest
+		if s == "" {
+			return days, days > 0
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || days+d <= 0 || d < 0 {
+		return 0, false
+	}
+	return days + d, true
 }
 
 // usageError maps a store's answer: a bad query is the caller's 400, anything

@@ -2020,7 +2020,8 @@ type QueryUsageRequest struct {
 	// End of the range (exclusive), RFC 3339; default now.
 	EndTime string `protobuf:"bytes,2,opt,name=end_time,proto3" json:"end_time,omitempty"`
 	// Length of the range before end_time when start_time is unset (a Go
-	// duration such as "24h"); default 24h.
+	// duration such as "24h", which may begin with whole days: "7d", "1d12h");
+	// default 24h.
 	Since string `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
 	// Only this key's requests (a virtual key's id, or "master:..." for the master key).
 	KeyId string `protobuf:"bytes,4,opt,name=key_id,proto3" json:"key_id,omitempty"`
@@ -2441,7 +2442,8 @@ type ListRequestsRequest struct {
 	StartTime string `protobuf:"bytes,1,opt,name=start_time,proto3" json:"start_time,omitempty"`
 	// End of the range (exclusive), RFC 3339; default now.
 	EndTime string `protobuf:"bytes,2,opt,name=end_time,proto3" json:"end_time,omitempty"`
-	// Length of the range before end_time when start_time is unset; default 24h.
+	// Length of the range before end_time when start_time is unset (as
+	// QueryUsageRequest's: "24h", "7d"); default 24h.
 	Since string `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
 	// Only this key's requests.
 	KeyId string `protobuf:"bytes,4,opt,name=key_id,proto3" json:"key_id,omitempty"`

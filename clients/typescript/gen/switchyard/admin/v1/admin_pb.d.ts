@@ -1038,7 +1038,8 @@ export declare type QueryUsageRequest = Message<"switchyard.admin.v1.QueryUsageR
 
   /**
    * Length of the range before end_time when start_time is unset (a Go
-   * duration such as "24h"); default 24h.
+   * duration such as "24h", which may begin with whole days: "7d", "1d12h");
+   * default 24h.
    *
    * @generated from field: string since = 3;
    */
@@ -1319,7 +1320,8 @@ export declare type ListRequestsRequest = Message<"switchyard.admin.v1.ListReque
   endTime: string;
 
   /**
-   * Length of the range before end_time when start_time is unset; default 24h.
+   * Length of the range before end_time when start_time is unset (as
+   * QueryUsageRequest's: "24h", "7d"); default 24h.
    *
    * @generated from field: string since = 3;
    */
