@@ -129,3 +129,62 @@ func TestMessagesRoutesNotServedAnswerInAnthropicsShape(t *testing.T) {
 		})
 	}
 }
+
+// TestMixedChainHistoryReachesClaude: a conversation that a chat target answered
+// once (Claude overloaded, claude-first failed over) goes on on Claude once it is
+// back. The chat target's reasoning came as a thinking block with an empty
+// signature, and its tool call with no thinking block at all; Anthropic refuses
+// both in a later request's history (the fake Anthropic API does as it does), so
+// Switchyard leaves out what Anthropic would refuse: the unsigned block, and
+// thinking for the one request whose tool loop a chat target began.
+func TestMixedChainHistoryReachesClaude(t *testing.T) {
+	t.Parallel()
+	g, anth := startNative(t)
+	ctx := ctxFor(t)
+	sdk := claudeSDK(g)
+	overloaded := fakeupstream.Reply{Status: 529}
+
+	// Turn 1: Claude is overloaded; GPT answers, with its reasoning.
+	anth.Script(overloaded, overloaded)
+	g.up.Script(fakeupstream.Reply{Body: `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"o3","choices":[{"index":0,` +
+		`"message":{"role":"assistant","content":"x = 7","reasoning_content":"12 - 5 is 7."},"finish_reason":"stop"}]}`})
+	history := userSays("x + 5 = 12")
+	first, err := sdk.Messages.New(ctx, anthropic.MessageNewParams{Model: "claude-first", MaxTokens: 2048,
+		Thinking: anthropic.ThinkingConfigParamOfEnabled(1024), Messages: history})
+	require.NoError(t, err)
+	require.Equal(t, "thinking", first.Content[0].Type)
+	require.Empty(t, first.Content[0].Signature, "another model's reasoning is not signed")
+
+	// Turn 2: Claude is back and gets the history, the unsigned block left out.
+	history = append(history, first.ToParam(), anthropic.NewUserMessage(anthropic.NewTextBlock("and x + 6 = 12?")))
+	second, err := sdk.Messages.New(ctx, anthropic.MessageNewParams{Model: "claude-first", MaxTokens: 2048,
+		Thinking: anthropic.ThinkingConfigParamOfEnabled(1024), Messages: history})
+	require.NoError(t, err, "Claude refused the history")
+	require.NotEmpty(t, second.Content)
+	sent := string(anth.Requests()[anth.Count()-1].Body)
+	require.NotContains(t, sent, "12 - 5 is 7.", "the unsigned block was left out")
+	require.Contains(t, sent, `"x = 7"`, "the rest of the chat target's turn was kept")
+	require.Contains(t, sent, `"budget_tokens":1024`, "no tool loop: thinking stays on")
+
+	// Turn 3: Claude is overloaded again, GPT makes a tool call (no thinking block).
+	anth.Script(overloaded, overloaded)
+	g.up.Script(fakeupstream.Reply{Body: `{"id":"chatcmpl-2","object":"chat.completion","created":1,"model":"o3","choices":[{"index":0,` +
+		`"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"calc","arguments":"{\"e\":\"12-6\"}"}}]},` +
+		`"finish_reason":"tool_calls"}]}`})
+	tools := []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "calc", InputSchema: anthropic.ToolInputSchemaParam{}}}}
+	history = append(history, second.ToParam(), anthropic.NewUserMessage(anthropic.NewTextBlock("use calc")))
+	third, err := sdk.Messages.New(ctx, anthropic.MessageNewParams{Model: "claude-first", MaxTokens: 2048,
+		Thinking: anthropic.ThinkingConfigParamOfEnabled(1024), Messages: history, Tools: tools})
+	require.NoError(t, err)
+	require.Equal(t, anthropic.StopReasonToolUse, third.StopReason)
+
+	// Turn 4: the tool's result goes to Claude, which is back: the loop a chat
+	// target began cannot have Claude's thinking, so this request goes without.
+	history = append(history, third.ToParam(), anthropic.NewUserMessage(anthropic.NewToolResultBlock("call_1", "6", false)))
+	_, err = sdk.Messages.New(ctx, anthropic.MessageNewParams{Model: "claude-first", MaxTokens: 2048,
+		Thinking: anthropic.ThinkingConfigParamOfEnabled(1024), Messages: history, Tools: tools})
+	require.NoError(t, err, "Claude refused the tool loop")
+	sent = string(anth.Requests()[anth.Count()-1].Body)
+	require.NotContains(t, sent, `"budget_tokens"`, "thinking was left out of this one request")
+	require.Contains(t, sent, `"tool_result"`)
+}

@@ -85,9 +85,11 @@ type RawChunk struct {
 }
 
 // Messenger is implemented by providers that speak Anthropic's Messages API
-// natively. A /v1/messages body reaches them as the client sent it, with only its
-// model rewritten to a.Model, so nothing Anthropic-specific is lost; other
-// providers get the same request translated to chat.
+// natively. A /v1/messages body reaches them as the client sent it; they send it
+// with only its model rewritten to a.Model (and what Anthropic would refuse of
+// another model's turns left out: anthropicjson.FitForAnthropic), so nothing
+// Anthropic-specific is lost; other providers get the same request translated
+// to chat.
 type Messenger interface {
 	// Messages returns the upstream's answer body (a complete message).
 	Messages(ctx context.Context, a Attempt, body []byte) ([]byte, error)
@@ -98,7 +100,7 @@ type Messenger interface {
 
 // TokenCounter is implemented by Messengers that count a Messages request's input
 // tokens natively (Anthropic's POST /v1/messages/count_tokens). The body is the
-// client's, with only its model rewritten to a.Model; the answer is the upstream's
+// client's, sent as Messenger sends it; the answer is the upstream's
 // body ({"input_tokens": N}). The /v1/messages/count_tokens surface answers 404
 // for a target without it.
 type TokenCounter interface {

@@ -142,11 +142,7 @@ func (s messagesService) create(ctx context.Context, req messageRequest) ([]byte
 	call.AnswerUsage = messageAnswerUsage // for the targets' tpm and a hedge's losing side
 	resp, route, err := router.Unary(s.router, ctx, head.Model, call, func(ctx context.Context, t router.Target, a providers.Attempt) ([]byte, error) {
 		if m, ok := t.Provider.(providers.Messenger); ok {
-			b, err := anthropicjson.RewriteModel(body, a.Model)
-			if err != nil {
-				return nil, err
-			}
-			return m.Messages(ctx, a, b)
+			return m.Messages(ctx, a, body) // the client's body: the provider sets its model
 		}
 		req, err := chat.request(t)
 		if err != nil {
@@ -235,11 +231,7 @@ func (s messagesService) countTokens(ctx context.Context, req messageRequest) ([
 				Code: providers.CodeUnsupportedEndpoint, Message: "provider " + t.Provider.Name() + " does not count tokens: " +
 					"/v1/messages/count_tokens is served only by targets that speak Anthropic's Messages API"}
 		}
-		b, err := anthropicjson.RewriteModel(body, a.Model)
-		if err != nil {
-			return nil, err
-		}
-		return tc.CountTokens(ctx, a, b)
+		return tc.CountTokens(ctx, a, body)
 	})
 	s.routed(ctx, rep, route)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/switchyard/switchyard/anthropicjson"
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
 	"github.com/switchyard/switchyard/providers"
 	"github.com/switchyard/switchyard/resilience"
@@ -42,7 +43,8 @@ func (p *fakeMessenger) Stream(context.Context, *providers.Request) (providers.S
 	return nil, errors.New("a /v1/messages call reached Stream of a Messenger")
 }
 
-func (p *fakeMessenger) record(body []byte) {
+func (p *fakeMessenger) record(a providers.Attempt, body []byte) {
+	body, _ = anthropicjson.RewriteModel(body, a.Model) // as the provider sends it
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.bodies = append(p.bodies, string(body))
@@ -54,24 +56,24 @@ func (p *fakeMessenger) got() []string {
 	return append([]string(nil), p.bodies...)
 }
 
-func (p *fakeMessenger) Messages(_ context.Context, _ providers.Attempt, body []byte) ([]byte, error) {
-	p.record(body)
+func (p *fakeMessenger) Messages(_ context.Context, a providers.Attempt, body []byte) ([]byte, error) {
+	p.record(a, body)
 	if p.err != nil {
 		return nil, p.err
 	}
 	return []byte(p.answer), nil
 }
 
-func (p *fakeMessenger) StreamMessages(_ context.Context, _ providers.Attempt, body []byte) (providers.EventStream, error) {
-	p.record(body)
+func (p *fakeMessenger) StreamMessages(_ context.Context, a providers.Attempt, body []byte) (providers.EventStream, error) {
+	p.record(a, body)
 	if p.err != nil {
 		return nil, p.err
 	}
 	return &fakeEvents{events: p.events, end: p.end}, nil
 }
 
-func (p *fakeMessenger) CountTokens(_ context.Context, _ providers.Attempt, body []byte) ([]byte, error) {
-	p.record(body)
+func (p *fakeMessenger) CountTokens(_ context.Context, a providers.Attempt, body []byte) ([]byte, error) {
+	p.record(a, body)
 	return []byte(`{"input_tokens":42}`), nil
 }
 

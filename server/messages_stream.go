@@ -78,11 +78,7 @@ func (s messagesService) stream(ctx context.Context, req messageRequest, sse *ss
 	st, route, err := router.Streaming(s.router, upstream, head.Model, call,
 		func(ctx context.Context, t router.Target, a providers.Attempt) (providers.EventStream, error) {
 			if m, ok := t.Provider.(providers.Messenger); ok {
-				b, err := anthropicjson.RewriteModel(body, a.Model)
-				if err != nil {
-					return nil, err
-				}
-				return m.StreamMessages(ctx, a, b)
+				return m.StreamMessages(ctx, a, body) // the client's body: the provider sets its model
 			}
 			req, err := chat.request(t)
 			if err != nil {

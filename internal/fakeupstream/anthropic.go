@@ -169,6 +169,10 @@ func (a *Anthropic) serveMessages(w http.ResponseWriter, r *http.Request, body [
 		writeAnthropicError(w, rep.Status, anthropicjson.TypeForStatus(rep.Status), fmt.Sprintf("fake upstream error %d", rep.Status))
 		return
 	}
+	if msg := thinkingRefusal(body); msg != "" {
+		writeAnthropicError(w, http.StatusBadRequest, anthropicjson.ErrorInvalidRequest, msg)
+		return
+	}
 	var req struct {
 		Model  string `json:"model"`
 		Stream bool   `json:"stream"`
@@ -363,4 +367,55 @@ func AnthropicRecordedStream(transcript string) []string {
 		}
 	}
 	return out
+}
+
+// thinkingRefusal is Anthropic's 400 for thinking blocks in a request's history
+// that it does not accept: a thinking block whose signature is not one Anthropic
+// made (here: an empty one), and, with thinking enabled during a tool loop (the
+// last turn carries tool_result blocks), a last assistant turn that does not
+// begin with a thinking block. "" when the history is acceptable.
+func thinkingRefusal(body []byte) string {
+	var req struct {
+		Thinking *struct {
+			Type string `json:"type"`
+		} `json:"thinking"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return ""
+	}
+	type block struct {
+		Type      string  `json:"type"`
+		Signature *string `json:"signature"`
+	}
+	lastAssistant, toolLoop := []block(nil), false
+	for i, m := range req.Messages {
+		var blocks []block
+		if json.Unmarshal(m.Content, &blocks) != nil {
+			blocks = nil // a string content
+		}
+		for j, b := range blocks {
+			if b.Type == "thinking" && (b.Signature == nil || *b.Signature == "") {
+				return fmt.Sprintf("messages.%d.content.%d: Invalid `signature` in `thinking` block", i, j)
+			}
+		}
+		switch m.Role {
+		case "assistant":
+			lastAssistant, toolLoop = blocks, false
+		case "user":
+			toolLoop = false
+			for _, b := range blocks {
+				toolLoop = toolLoop || b.Type == "tool_result"
+			}
+		}
+	}
+	if req.Thinking != nil && req.Thinking.Type == "enabled" && toolLoop && len(lastAssistant) > 0 &&
+		lastAssistant[0].Type != "thinking" && lastAssistant[0].Type != "redacted_thinking" {
+		return "Expected `thinking` or `redacted_thinking`, but found `" + lastAssistant[0].Type + "`. When `thinking` is enabled, " +
+			"a final `assistant` message must start with a thinking block."
+	}
+	return ""
 }
