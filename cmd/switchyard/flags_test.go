@@ -43,7 +43,7 @@ func TestCommandLine(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			err := run(context.Background(), nil, tc.args, &stdout, &stderr, tempEnv(t))
+			err := run(context.Background(), signalled{}, tc.args, &stdout, &stderr, tempEnv(t))
 			require.Equal(t, tc.code, exitCode(err), "error: %v", err)
 			for _, s := range tc.stdout {
 				require.Contains(t, stdout.String(), s)
@@ -65,7 +65,7 @@ func TestUnknownLogFormatFromEnvironment(t *testing.T) {
 		}
 		return "", false
 	}
-	err := run(context.Background(), nil, nil, &bytes.Buffer{}, &bytes.Buffer{}, env)
+	err := run(context.Background(), signalled{}, nil, &bytes.Buffer{}, &bytes.Buffer{}, env)
 	require.ErrorContains(t, err, `SWITCHYARD_LOG_FORMAT="xml": want json or text`)
 	require.Equal(t, 1, exitCode(err))
 }
@@ -102,7 +102,7 @@ func TestBinaryExitCodes(t *testing.T) {
 
 func TestVersionLoggedAtStart(t *testing.T) {
 	out := &testutil.LogBuffer{}
-	err := run(context.Background(), nil, []string{"--config", "/nonexistent.yaml"}, out, &bytes.Buffer{}, noEnv)
+	err := run(context.Background(), signalled{}, []string{"--config", "/nonexistent.yaml"}, out, &bytes.Buffer{}, noEnv)
 	require.Error(t, err)
 	var rec map[string]any
 	require.NoError(t, json.Unmarshal([]byte(strings.SplitN(out.String(), "\n", 2)[0]), &rec))

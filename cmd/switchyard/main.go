@@ -11,9 +11,9 @@ import (
 )
 
 func main() {
-	ctx, again, stop := signals()
+	ctx, sig, stop := signals()
 	defer stop()
-	err := run(ctx, again, os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv)
+	err := run(ctx, sig, os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv)
 	if code := exitCode(err); code != 0 {
 		if !isUsage(err) {
 			fmt.Fprintln(os.Stderr, "switchyard:", err)
@@ -23,23 +23,45 @@ func main() {
 	}
 }
 
-// signals ends ctx at the first SIGTERM or SIGINT and closes again at the second
-// (which ends server.drain_delay early); stop stops listening (more calls do nothing).
-func signals() (ctx context.Context, again <-chan struct{}, stop func()) {
-	ch := make(chan os.Signal, 2)
+// signalled is what the signals after the first say to run.
+type signalled struct {
+	// again closes at the second SIGTERM or SIGINT, which ends server.drain_delay early.
+	again <-chan struct{}
+	// hup gets each SIGHUP, which Switchyard answers with a log line and serves on:
+	// an operator's reload (systemd's ExecReload, a habit from other servers) must
+	// not end it undrained, which is what SIGHUP's default does.
+	hup <-chan struct{}
+}
+
+// signals ends ctx at the first SIGTERM or SIGINT and says what the later ones
+// are (signalled); stop stops listening (more calls do nothing).
+func signals() (ctx context.Context, sig signalled, stop func()) {
+	ch, hupCh := make(chan os.Signal, 2), make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(hupCh, syscall.SIGHUP)
 	ctx, cancel := context.WithCancel(context.Background())
-	second, done := make(chan struct{}), make(chan struct{})
+	second, hup, done := make(chan struct{}), make(chan struct{}, 1), make(chan struct{})
 	go func() {
-		for _, end := range []func(){cancel, func() { close(second) }} {
+		ends := []func(){cancel, func() { close(second) }}
+		for {
 			select {
 			case <-ch:
-				end()
+				if len(ends) > 0 {
+					ends[0]()
+					ends = ends[1:]
+				}
+			case <-hupCh:
+				select {
+				case hup <- struct{}{}:
+				default: // one not yet logged says it
+				}
 			case <-done:
 				return
 			}
 		}
 	}()
 	var once sync.Once
-	return ctx, second, func() { once.Do(func() { signal.Stop(ch); close(done); cancel() }) }
+	return ctx, signalled{again: second, hup: hup}, func() {
+		once.Do(func() { signal.Stop(ch); signal.Stop(hupCh); close(done); cancel() })
+	}
 }

@@ -15,8 +15,9 @@ import (
 )
 
 // run parses flags, loads the config, serves until ctx ends (the first signal),
-// then drains; again closing (a second signal) ends server.drain_delay early.
-func run(ctx context.Context, again <-chan struct{}, args []string, stdout, stderr io.Writer, env func(string) (string, bool)) error {
+// then drains; sig.again closing (a second signal) ends server.drain_delay early,
+// and each SIGHUP (sig.hup) is logged and otherwise ignored.
+func run(ctx context.Context, sig signalled, args []string, stdout, stderr io.Writer, env func(string) (string, bool)) error {
 	o, err := parseFlags(args, stdout, stderr)
 	if err != nil {
 		return err
@@ -65,6 +66,19 @@ func run(ctx context.Context, again <-chan struct{}, args []string, stdout, stde
 	if err != nil {
 		return err
 	}
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		for {
+			select {
+			case <-sig.hup:
+				log.Warn("SIGHUP ignored: Switchyard does not reload its configuration; restart it to apply a change " +
+					"(SIGTERM drains first); keys and virtual models change at run time through the admin API")
+			case <-stopped:
+				return
+			}
+		}
+	}()
 	select {
 	case err := <-a.Done():
 		return err
@@ -72,11 +86,9 @@ func run(ctx context.Context, again <-chan struct{}, args []string, stdout, stde
 	}
 	log.Info("shutting down: readiness off, serving on for drain_delay, then draining in-flight calls",
 		"drain_delay_ms", server.Millis(cfg.Server.DrainDelay), "drain_timeout_ms", server.Millis(cfg.Server.DrainTimeout))
-	stopped := make(chan struct{})
-	defer close(stopped)
 	go func() {
 		select {
-		case <-again:
+		case <-sig.again:
 			log.Info("second signal: ending drain_delay, draining now")
 			a.EndDrainDelay()
 		case <-stopped:

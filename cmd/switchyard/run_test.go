@@ -34,7 +34,7 @@ func TestRunWithoutConfigServesTheSimulator(t *testing.T) {
 	env := tempEnv(t)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, nil, []string{"--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, out, io.Discard, env)
+		done <- run(ctx, signalled{}, []string{"--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, out, io.Discard, env)
 	}()
 	var httpURL string
 	require.Eventually(t, func() bool {
@@ -76,11 +76,11 @@ func TestRunWithoutConfigServesTheSimulator(t *testing.T) {
 }
 
 func TestRunRefusesPublicBindWithoutKey(t *testing.T) {
-	err := run(context.Background(), nil, []string{"--http-addr", "0.0.0.0:0", "--grpc-addr", "127.0.0.1:0"}, io.Discard, io.Discard, noEnv)
+	err := run(context.Background(), signalled{}, []string{"--http-addr", "0.0.0.0:0", "--grpc-addr", "127.0.0.1:0"}, io.Discard, io.Discard, noEnv)
 	require.ErrorContains(t, err, "without a master key")
 }
 
 func TestRunReportsConfigErrors(t *testing.T) {
-	err := run(context.Background(), nil, []string{"--config", "/nonexistent.yaml"}, io.Discard, io.Discard, noEnv)
+	err := run(context.Background(), signalled{}, []string{"--config", "/nonexistent.yaml"}, io.Discard, io.Discard, noEnv)
 	require.ErrorContains(t, err, "nonexistent.yaml")
 }
