@@ -183,11 +183,19 @@ func hedge[T any](r *Router, ctx context.Context, c *chain, first int, call Call
 		case won != nil:
 			// The loser, cancelled: whatever it produced is dropped — but an answer it
 			// produced anyway was billed: its usage goes to the trace, for the ledger.
-			if res.err == nil {
-				if u, ok := call.answerUsage(res.v); ok && call.Trace != nil {
+			if res.err == nil && call.Trace != nil {
+				if u, ok := call.answerUsage(res.v); ok {
 					call.Trace.Lost = append(call.Trace.Lost, CutUsage{Route: routes[res.i],
 						PromptTokens: u.Prompt, CompletionTokens: u.Completion})
+				} else if call.EstPrompt > 0 {
+					// A stream that had begun (its first content came), or an
+					// answer that does not say: its upstream billed the prompt at
+					// least, which is estimated.
+					call.Trace.Lost = append(call.Trace.Lost, CutUsage{Route: routes[res.i],
+						PromptTokens: int64(call.EstPrompt), Estimated: true})
 				}
+			}
+			if res.err == nil {
 				if drop != nil {
 					drop(res.v)
 				}

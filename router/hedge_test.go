@@ -268,6 +268,51 @@ func TestAHedgeLoserOfAnyEndpointIsBilled(t *testing.T) {
 	require.Equal(t, []CutUsage{{Route: Route{"p", "m"}, PromptTokens: 40}}, trace.Lost)
 }
 
+// TestAHedgeLoserThatDoesNotSayIsBilledItsPrompt: a losing side that answered
+// but does not say what it used (a stream cancelled after its first content,
+// before its usage) is billed the request's prompt estimate, marked estimated;
+// without an estimate it is not billed.
+func TestAHedgeLoserThatDoesNotSayIsBilledItsPrompt(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		estPrompt int
+		want      []CutUsage
+	}{
+		{"with an estimate", 25, []CutUsage{{Route: Route{"p", "m"}, PromptTokens: 25, Estimated: true}}},
+		{"without one", 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var targets []Target
+			for _, name := range []string{"p", "b"} {
+				targets = append(targets, Target{Provider: &gateProvider{name: name}, Guard: resilience.NewGuard(resilience.GuardConfig{Provider: name,
+					Retry: resilience.DefaultRetry(), Breaker: resilience.DefaultBreaker()})})
+			}
+			r := New(slog.New(slog.NewTextHandler(io.Discard, nil)), targets, WithClock(hedgeClock{fire: true}))
+			r.Discover(context.Background(), 0)
+			vm := chainVM("chat", StrategyFailover, "p/m", "b/m")
+			vm.HedgeAfter = time.Second
+			require.NoError(t, r.SetVirtualModels([]VirtualModel{vm}))
+			var trace Trace
+			call := Call{Trace: &trace, EstPrompt: tc.estPrompt, AnswerUsage: func(any) (Usage, bool) { return Usage{}, false }}
+			won := make(chan struct{})
+			got, _, err := Unary(r, context.Background(), "chat", call, func(ctx context.Context, t Target, _ providers.Attempt) (string, error) {
+				if t.Provider.Name() == "p" {
+					<-ctx.Done()
+					<-won
+					return "p", nil
+				}
+				defer close(won)
+				return "b", nil
+			})
+			require.NoError(t, err)
+			require.Equal(t, "b", got)
+			require.Equal(t, tc.want, trace.Lost)
+		})
+	}
+}
+
 // TestAnAnswerInWhenTheTimerFiresIsTaken: a primary's result already in when
 // the hedge timer fires is the call's answer, every time: no backup starts.
 func TestAnAnswerInWhenTheTimerFiresIsTaken(t *testing.T) {

@@ -32,6 +32,10 @@ type Call struct {
 	Op string
 	// EstTokens is the call's estimated token cost, for targets' limiters.
 	EstTokens int
+	// EstPrompt is the estimate of the request's prompt tokens: what a hedge's
+	// losing side that answered is billed when its answer does not say (a stream,
+	// cancelled after its first content, before its usage).
+	EstPrompt int
 	// Betas are the client's anthropic-beta values, for every attempt.
 	Betas []string
 	// AnswerUsage reads what a non-stream answer says it used (nil: a chat

@@ -82,7 +82,7 @@ func validateOptions(req *pb.ChatCompletionRequest) error {
 func callOf(ctx context.Context) router.Call {
 	call := router.Call{IdempotencyKey: validIdempotencyKey(firstMD(ctx, mdIdempotencyKey)), RequestID: requestID(ctx)}
 	if a := admissionOf(ctx); a != nil {
-		call.EstTokens = a.est // for the targets' own limits
+		call.EstTokens, call.EstPrompt = a.est, a.prompt // for the targets' own limits, and a hedge's loser
 	}
 	return call
 }

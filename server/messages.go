@@ -126,7 +126,7 @@ func (s messagesService) start(ctx context.Context, req messageRequest) (*report
 		return rep, call, err
 	}
 	if a := admissionOf(ctx); a != nil {
-		call.EstTokens = a.est
+		call.EstTokens, call.EstPrompt = a.est, a.prompt
 	}
 	return rep, call, nil
 }

@@ -184,7 +184,7 @@ func billLost(rec *usage.Record, lost []router.CutUsage) {
 	taken := make([]bool, len(rec.Attempts))
 	claim(rec.Attempts, taken, rec.Provider+"/"+rec.TargetModel) // the winner's: the record's own usage
 	for _, l := range lost {
-		tk := usage.Tokens{Prompt: l.PromptTokens, Completion: l.CompletionTokens}
+		tk := usage.Tokens{Prompt: l.PromptTokens, Completion: l.CompletionTokens, Estimated: l.Estimated}
 		if i := bill(rec.Attempts, taken, l.Route.String(), tk); i >= 0 {
 			rec.Attempts[i].Outcome = "hedge_lost"
 			rec.Tokens = rec.Tokens.Plus(tk)

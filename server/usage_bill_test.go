@@ -90,4 +90,12 @@ func TestBillLost(t *testing.T) {
 	require.Nil(t, same.Attempts[0].Tokens)
 	require.Equal(t, "hedge_lost", same.Attempts[1].Outcome)
 	require.Equal(t, usage.Tokens{Prompt: 117, Completion: 11}, same.Tokens)
+
+	// A losing stream billed its prompt estimate: the attempt and the record say
+	// estimated.
+	est := &usage.Record{Provider: "b", TargetModel: "m", Tokens: usage.Tokens{Prompt: 17, Completion: 4},
+		Attempts: []usage.Attempt{{Target: "b/m", Outcome: "ok"}, {Target: "p/m", Outcome: "ok"}}}
+	billLost(est, []router.CutUsage{{Route: router.Route{Provider: "p", Model: "m"}, PromptTokens: 20, Estimated: true}})
+	require.Equal(t, &usage.Tokens{Prompt: 20, Estimated: true}, est.Attempts[1].Tokens)
+	require.Equal(t, usage.Tokens{Prompt: 37, Completion: 4, Estimated: true}, est.Tokens)
 }
