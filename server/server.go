@@ -119,6 +119,17 @@ const defaultIdleTimeout = 2 * time.Minute
 // workers no less than 32.
 const streamWorkers = 32
 
+// MaxConcurrentStreams bounds the calls one gRPC connection has open at once;
+// a client's further calls wait in its own transport for one to end (grpc-go's
+// clients do). A thousand streaming calls of minutes each is far beyond one
+// service's connection.
+const MaxConcurrentStreams = 1000
+
+// MaxHeaderListSize bounds a gRPC call's metadata (names and values, uncompressed),
+// as REST's headers are bounded: a key, a request id, trace context and
+// Idempotency-Key take well under a kilobyte.
+const MaxHeaderListSize = 64 << 10
+
 // Server is a running (or ready to run) Switchyard.
 type Server struct {
 	cfg Config
@@ -190,7 +201,11 @@ func New(cfg Config) (*Server, error) {
 			MaxConnectionAge: cfg.MaxConnectionAge, MaxConnectionAgeGrace: cfg.MaxConnectionAgeGrace}),
 		// Measured with the load harness: reusing stream goroutines and sharing write
 		// buffers between connections makes gRPC calls cheaper.
-		grpc.NumStreamWorkers(streamWorkers)})...)
+		grpc.NumStreamWorkers(streamWorkers),
+		// One connection's share (grpc-go's defaults are no bound on streams and
+		// 16 MiB of metadata each, before any key is checked: a client that opened
+		// 150,000 streams it never sent a message on held 1.7 GB).
+		grpc.MaxConcurrentStreams(MaxConcurrentStreams), grpc.MaxHeaderListSize(MaxHeaderListSize)})...)
 	register(gs)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING) // until Serve finds it ready

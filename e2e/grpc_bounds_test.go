@@ -1,0 +1,68 @@
+package e2e
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http2"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/server"
+)
+
+// TestAGRPCConnectionHasItsBounds: a gRPC connection may hold at most
+// server.MaxConcurrentStreams calls at once and a call's metadata at most
+// server.MaxHeaderListSize, as the server's HTTP/2 SETTINGS tell every client
+// before any key is checked (grpc-go's defaults are no bound and 16 MiB: one
+// client that opened streams it never sent on held gigabytes).
+func TestAGRPCConnectionHasItsBounds(t *testing.T) {
+	t.Parallel()
+	g := start(t, keysYAML)
+
+	t.Run("the SETTINGS say so", func(t *testing.T) {
+		nc, err := net.DialTimeout("tcp", g.app.GRPCAddr(), 5*time.Second)
+		require.NoError(t, err)
+		defer nc.Close()
+		require.NoError(t, nc.SetDeadline(time.Now().Add(10*time.Second)))
+		_, err = nc.Write([]byte(http2.ClientPreface))
+		require.NoError(t, err)
+		fr := http2.NewFramer(nc, nc)
+		require.NoError(t, fr.WriteSettings())
+		for {
+			f, err := fr.ReadFrame()
+			require.NoError(t, err)
+			sf, ok := f.(*http2.SettingsFrame)
+			if !ok || sf.IsAck() {
+				continue
+			}
+			streams, ok := sf.Value(http2.SettingMaxConcurrentStreams)
+			require.True(t, ok, "MAX_CONCURRENT_STREAMS is announced")
+			require.EqualValues(t, server.MaxConcurrentStreams, streams)
+			headers, ok := sf.Value(http2.SettingMaxHeaderListSize)
+			require.True(t, ok, "MAX_HEADER_LIST_SIZE is announced")
+			require.EqualValues(t, server.MaxHeaderListSize, headers)
+			return
+		}
+	})
+
+	t.Run("metadata past the bound is refused", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer sk-master", "x-pad", strings.Repeat("a", server.MaxHeaderListSize))
+		_, err := pb.NewModelServiceClient(g.conn).ListModels(ctx, &pb.ListModelsRequest{})
+		require.Error(t, err)
+		require.NotEqual(t, codes.OK, status.Code(err))
+		// An ordinary call on the same connection still works.
+		ok := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer sk-master")
+		_, err = pb.NewModelServiceClient(g.conn).ListModels(ok, &pb.ListModelsRequest{})
+		require.NoError(t, err)
+	})
+	alive(t, g)
+}
