@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -37,4 +38,37 @@ func (d *writeDeadline) clock() time.Time {
 		return d.now()
 	}
 	return time.Now()
+}
+
+// answerChunk is how much of a whole answer is written under one deadline.
+const answerChunk = 256 << 10
+
+// boundedAnswer is the size from which a whole answer is written under a
+// deadline: a smaller one goes into the socket's buffers without waiting on the
+// client, and setting a deadline costs a timer (see writeDeadline) that most
+// answers, of a few kilobytes, do not need.
+const boundedAnswer = 32 << 10
+
+// writeAnswer writes a whole (non-stream) answer with its Content-Length. One of
+// boundedAnswer or more is written under the deadline a stream's writes have
+// (timeout 0: none), moved on as the client reads: a client that stops reading is
+// dropped when it runs out, not left holding the handler and the answer (an
+// embeddings answer of megabytes) for as long as it keeps the connection open. A
+// slow reader that keeps reading is not.
+func writeAnswer(w http.ResponseWriter, timeout time.Duration, body []byte) {
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	if len(body) < boundedAnswer || timeout <= 0 {
+		_, _ = w.Write(body)
+		return
+	}
+	rc := http.NewResponseController(w)
+	d := writeDeadline{timeout: timeout}
+	for len(body) > 0 {
+		n := min(len(body), answerChunk)
+		d.before(rc)
+		if _, err := w.Write(body[:n]); err != nil {
+			return
+		}
+		body = body[n:]
+	}
 }

@@ -1,0 +1,51 @@
+package e2e
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchyard/switchyard/internal/fakeupstream"
+)
+
+// TestAClientThatDoesNotReadItsAnswerIsDropped: a non-stream answer larger than
+// the sockets hold, to a client that never reads it, is written under the same
+// bound as a stream's writes (server.stream_idle_timeout): the connection is
+// closed once it runs out, and the handler and the answer are let go. Before, they
+// were held for as long as the client kept the connection open.
+func TestAClientThatDoesNotReadItsAnswerIsDropped(t *testing.T) {
+	t.Parallel()
+	g := start(t, "  stream_idle_timeout: 1s\n")
+	g.up.SetDefault(fakeupstream.Reply{Text: strings.Repeat("word ", 2_000_000)}) // a 10 MB answer
+	body := chatBody + "}"
+	addr := strings.TrimPrefix(strings.TrimSuffix(g.base, "/v1"), "http://")
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer nc.Close()
+	_, err = io.WriteString(nc, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "+
+		strconv.Itoa(len(body))+"\r\n\r\n"+body)
+	require.NoError(t, err)
+	time.Sleep(4 * time.Second) // the client reads nothing: the gateway's write runs out
+	// Now it reads: what the gateway wrote before its write ran out (what the
+	// sockets held), then the connection's end.
+
+	require.NoError(t, nc.SetReadDeadline(time.Now().Add(20*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	got, err := io.ReadAll(resp.Body)
+	require.Error(t, err, "the connection was closed before the answer's end")
+	var ne net.Error
+	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the gateway closed the connection: the client did not wait it out (%v)", err)
+	require.Less(t, int64(len(got)), resp.ContentLength, "read %d of %d bytes", len(got), resp.ContentLength)
+	g.up.SetDefault(fakeupstream.Reply{})
+	alive(t, g)
+}
