@@ -50,7 +50,8 @@ func TestIdentify(t *testing.T) {
 	clk.now = clk.now.Add(2 * time.Hour)
 	const inference, admin = pb.ChatService_CreateChatCompletion_FullMethodName, "/switchyard.admin.v1.AdminService/ListKeys"
 	both := authorizer{keys: Keys{Master: "sk-master", Admin: "sk-admin"}, virtual: reg}
-	open := authorizer{virtual: reg} // no master key: inference is not authenticated
+	open := authorizer{virtual: reg}                                                             // no master key: inference is not authenticated
+	masterLikeAKey := authorizer{keys: Keys{Master: keys.SecretPrefix + "master"}, virtual: reg} // and no admin key
 	tests := []struct {
 		name    string
 		a       authorizer
@@ -71,6 +72,7 @@ func TestIdentify(t *testing.T) {
 		{"no master key: a virtual key still counts", open, inference, s[0], codes.OK, "ok", ""},
 		{"no master key: a revoked one is refused", open, inference, s[1], codes.Unauthenticated, "", "revoked"},
 		{"no master key: an unknown virtual key is refused", open, inference, keys.SecretPrefix + "nope", codes.Unauthenticated, "", "no such virtual key"},
+		{"no admin key: a master key in a virtual key's form passes", masterLikeAKey, admin, keys.SecretPrefix + "master", codes.OK, "", ""},
 		{"no master key: anything else passes", open, inference, "whatever", codes.OK, "", ""},
 	}
 	for _, tt := range tests {

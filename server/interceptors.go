@@ -316,7 +316,7 @@ func (a authorizer) identify(method, authorization string) (string, *keys.Key, e
 		}
 	}
 	if want == "" {
-		if ok && a.virtual != nil && strings.HasPrefix(got, keys.SecretPrefix) {
+		if ok && a.virtual != nil && strings.HasPrefix(got, keys.SecretPrefix) && !equal(got, other) {
 			// Served without a key, but a virtual key Switchyard does not know (a
 			// typo, a key of another gateway) is refused as a revoked one is, not
 			// served with no key's limits and allowlist.
