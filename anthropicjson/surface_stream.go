@@ -129,28 +129,76 @@ func (w *EventWriter) toolCall(tc *pb.ToolCall) error {
 	}
 	switch {
 	case st == w.live:
-		st.args.WriteString(args)
+		st.add(args, false)
 		if err := w.argsDelta(st.block, args); err != nil {
 			return err
 		}
 		return w.release()
 	case st.block < 0:
-		st.args.WriteString(args)
+		st.add(args, true)
 		return nil
+	case strings.TrimSpace(args) == "":
+		return nil // white space after whole arguments: nothing to say
 	}
 	return fmt.Errorf("%w: arguments of tool call %d after its content block stopped", ErrMalformed, i)
 }
 
-// toolState is a tool call's block (-1: held) and its arguments so far.
+// toolState is a tool call's block (-1: held), its arguments so far when held,
+// and how far they are from whole.
 type toolState struct {
 	block    int
 	id, name string
 	args     strings.Builder
+	shape    jsonShape
 }
 
-// whole reports whether the arguments so far are a whole JSON value: no piece can
-// follow them.
-func (t *toolState) whole() bool { return json.Valid([]byte(t.args.String())) }
+// add takes a piece of the call's arguments, keeping it when the call is held.
+func (t *toolState) add(piece string, keep bool) {
+	if keep {
+		t.args.WriteString(piece)
+	}
+	t.shape.read(piece)
+}
+
+// whole reports whether the arguments so far are a whole JSON object or array:
+// no piece can follow them. It costs nothing: the pieces were read as they came.
+func (t *toolState) whole() bool { return t.shape.whole() }
+
+// jsonShape follows the nesting of JSON read piece by piece (arguments streamed
+// in pieces of a few bytes), to tell when an object or array has closed, without
+// reading what came before again.
+type jsonShape struct {
+	depth          int
+	opened, broken bool // a bracket was opened; a bracket closed more than opened
+	inString, esc  bool
+}
+
+func (j *jsonShape) read(piece string) {
+	for i := 0; i < len(piece); i++ {
+		c := piece[i]
+		switch {
+		case j.inString:
+			switch {
+			case j.esc:
+				j.esc = false
+			case c == '\\':
+				j.esc = true
+			case c == '"':
+				j.inString = false
+			}
+		case c == '"':
+			j.inString = true
+		case c == '{' || c == '[':
+			j.depth++
+			j.opened = true
+		case c == '}' || c == ']':
+			j.depth--
+			j.broken = j.broken || j.depth < 0
+		}
+	}
+}
+
+func (j *jsonShape) whole() bool { return j.opened && !j.broken && j.depth == 0 && !j.inString }
 
 func (w *EventWriter) startTool(st *toolState) error {
 	if err := w.start(BlockToolUse, ContentBlock{Type: BlockToolUse, ID: st.id, Name: st.name, Input: json.RawMessage("{}")}); err != nil {

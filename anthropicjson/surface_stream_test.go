@@ -209,3 +209,79 @@ func TestEventWriterRefusesAPieceAfterItsBlock(t *testing.T) {
 	require.NoError(t, openaijson.UnmarshalChunk([]byte(chunkHead+`"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]}`), chunk))
 	require.ErrorIs(t, w.Chunk(chunk), ErrMalformed)
 }
+
+// TestJSONShapeTellsWholeArguments: arguments read piece by piece are whole once
+// their object or array has closed, whatever the pieces cut (inside strings,
+// escapes, brackets in strings).
+func TestJSONShapeTellsWholeArguments(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		pieces []string
+		whole  bool
+	}{
+		{"an object", []string{`{"a":1}`}, true},
+		{"in pieces", []string{`{"a"`, `:[1,`, `2]`, `}`}, true},
+		{"not yet closed", []string{`{"a":{"b":1}`}, false},
+		{"a bracket in a string", []string{`{"a":"}"`}, false},
+		{"an escaped quote cut after its backslash", []string{`{"a":"x\`, `"}`}, false},
+		{"an escaped quote, then the end", []string{`{"a":"x\`, `""}`}, true},
+		{"an escaped backslash before the quote", []string{`{"a":"x\\`, `"}`}, true},
+		{"nothing yet", nil, false},
+		{"a closing bracket too many", []string{`}{}`}, false},
+		{"an array", []string{`[1,`, `{"a":[]}]`}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var j jsonShape
+			for _, p := range tc.pieces {
+				j.read(p)
+			}
+			require.Equal(t, tc.whole, j.whole())
+		})
+	}
+}
+
+// TestEventWriterTakesWhiteSpaceAfterItsBlock: white space that follows whole
+// arguments after their block stopped says nothing, and is not a malformed stream.
+func TestEventWriterTakesWhiteSpaceAfterItsBlock(t *testing.T) {
+	t.Parallel()
+	got := surfaceEvents(t, []string{
+		chunkHead + `"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}`,
+		chunkHead + `"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"g","arguments":"{}"}}]}}]}`,
+		chunkHead + `"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\n"}}]}}]}`,
+		chunkHead + `"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+	}, true)
+	require.Equal(t, "message_stop", got[len(got)-1].typ)
+}
+
+// BenchmarkEventWriterLongHeldArguments: one long argument (a file a tool
+// writes) streamed in 4-byte pieces while another call is held costs the same
+// per piece however long it has grown.
+func BenchmarkEventWriterLongHeldArguments(b *testing.B) {
+	i0, i1, id0, id1, name, empty := int32(0), int32(1), "a", "b", "write", ""
+	first := &pb.ChatCompletionChunk{Id: "x", Choices: []*pb.ChunkChoice{{Delta: &pb.ChatDelta{ToolCalls: []*pb.ToolCall{
+		{Index: &i0, Id: &id0, Function: &pb.FunctionCall{Name: &name, Arguments: &empty}},
+		{Index: &i1, Id: &id1, Function: &pb.FunctionCall{Name: &name, Arguments: &empty}}}}}}}
+	pieces := []string{`{"content":"`}
+	for n := 0; n < 25<<10; n += 4 {
+		pieces = append(pieces, "abcd")
+	}
+	pieces = append(pieces, `"}`)
+	chunks := make([]*pb.ChatCompletionChunk, len(pieces))
+	for i := range pieces {
+		chunks[i] = &pb.ChatCompletionChunk{Choices: []*pb.ChunkChoice{{Delta: &pb.ChatDelta{ToolCalls: []*pb.ToolCall{
+			{Index: &i0, Function: &pb.FunctionCall{Arguments: &pieces[i]}}}}}}}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		w := NewEventWriter("m", func(string, []byte) error { return nil })
+		if err := w.Chunk(first); err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range chunks {
+			if err := w.Chunk(c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
