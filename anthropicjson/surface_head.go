@@ -133,27 +133,7 @@ func RewriteModel(body []byte, model string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	q, _ := json.Marshal(model)
-	out := make([]byte, 0, len(body)+len(q))
-	at := 0
-	found := false
-	for _, m := range ms {
-		if m.key != "model" {
-			continue
-		}
-		found = true
-		out = append(append(out, body[at:m.start]...), q...)
-		at = m.end
-	}
-	if found {
-		return append(out, body[at:]...), nil
-	}
-	open := bytes.IndexByte(body, '{') + 1 // members found the object: it has a brace
-	out = append(append(append(out, body[:open]...), `"model":`...), q...)
-	if len(ms) > 0 {
-		out = append(out, ',')
-	}
-	return append(out, body[open:]...), nil
+	return splice(body, modelEdits(body, ms, model)), nil
 }
 
 // ReadCountHead checks a /v1/messages/count_tokens request as Anthropic does: a

@@ -87,7 +87,7 @@ type RawChunk struct {
 // Messenger is implemented by providers that speak Anthropic's Messages API
 // natively. A /v1/messages body reaches them as the client sent it; they send it
 // with only its model rewritten to a.Model (and what Anthropic would refuse of
-// another model's turns left out: anthropicjson.FitForAnthropic), so nothing
+// another model's turns left out: anthropicjson.PrepareNative), so nothing
 // Anthropic-specific is lost; other providers get the same request translated
 // to chat.
 type Messenger interface {

@@ -369,9 +369,10 @@ func AnthropicRecordedStream(transcript string) []string {
 	return out
 }
 
-// thinkingRefusal is Anthropic's 400 for thinking blocks in a request's history
-// that it does not accept: a thinking block whose signature is not one Anthropic
-// made (here: an empty one), and, with thinking enabled during a tool loop (the
+// thinkingRefusal is Anthropic's 400 for a request's history that it does not
+// accept: a turn with empty content (but a final assistant one), a thinking
+// block whose signature is not one Anthropic made (here: an empty one), and,
+// with thinking enabled during a tool loop (the
 // last turn carries tool_result blocks), a last assistant turn that does not
 // begin with a thinking block. "" when the history is acceptable.
 func thinkingRefusal(body []byte) string {
@@ -396,6 +397,8 @@ func thinkingRefusal(body []byte) string {
 		var blocks []block
 		if json.Unmarshal(m.Content, &blocks) != nil {
 			blocks = nil // a string content
+		} else if len(blocks) == 0 && !(i == len(req.Messages)-1 && m.Role == "assistant") {
+			return fmt.Sprintf("messages.%d: all messages must have non-empty content except for the optional final assistant message", i)
 		}
 		for j, b := range blocks {
 			if b.Type == "thinking" && (b.Signature == nil || *b.Signature == "") {

@@ -17,14 +17,14 @@ import (
 // native is a /v1/messages body as the upstream gets it: the client's, with only
 // its model rewritten to a.Model and, when its history holds turns another model
 // answered, what Anthropic would refuse of them left out
-// (anthropicjson.FitForAnthropic). A body that is no JSON object is the client's 400.
+// (anthropicjson.PrepareNative). A body that is no JSON object is the client's 400.
 func (c *Client) native(a providers.Attempt, body []byte) ([]byte, error) {
-	b, err := anthropicjson.RewriteModel(body, a.Model)
+	b, err := anthropicjson.PrepareNative(body, a.Model)
 	if err != nil {
 		return nil, &providers.Error{Provider: c.name, Status: http.StatusBadRequest, Type: anthropicjson.ErrorInvalidRequest,
 			Message: fmt.Sprintf("the request body is not a JSON object: %v", err), Err: err}
 	}
-	return anthropicjson.FitForAnthropic(b), nil
+	return b, nil
 }
 
 // Messages sends a /v1/messages body as it came (model rewritten) and returns the
