@@ -191,6 +191,9 @@ func TestAzureEnvironmentAloneIsNamed(t *testing.T) {
 		{name: "beside another provider", env: map[string]string{"AZURE_OPENAI_API_KEY": "k", "OPENAI_API_KEY": "sk"},
 			want: []string{"AZURE_OPENAI_API_KEY is set, but no provider uses it" + needs}},
 		{name: "an azure provider uses it", yaml: azure, env: map[string]string{"AZURE_OPENAI_API_KEY": "k"}},
+		{name: "a type openai provider uses them (Azure's /openai/v1 API)",
+			yaml: "providers:\n  az:\n    type: openai\n    base_url: ${AZURE_OPENAI_ENDPOINT}/openai/v1\n    api_key: ${AZURE_OPENAI_API_KEY}\n",
+			env:  map[string]string{"AZURE_OPENAI_API_KEY": "k", "AZURE_OPENAI_ENDPOINT": "https://r.openai.azure.com"}},
 		{name: "not set", env: map[string]string{"OPENAI_API_KEY": "sk"}},
 	}
 	for _, tc := range cases {

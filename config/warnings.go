@@ -48,7 +48,7 @@ func azureAlone(providers map[string]*Provider, get func(string) string) []strin
 	}
 	var set []string
 	for _, v := range []string{"AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT"} {
-		if get(v) != "" {
+		if val := get(v); val != "" && !usedBy(providers, val) {
 			set = append(set, v)
 		}
 	}
@@ -62,6 +62,19 @@ func azureAlone(providers map[string]*Provider, get func(string) string) []strin
 	return []string{what + ": Azure OpenAI needs a type azure provider in a config file (--config) with base_url " +
 		"(the resource's endpoint, e.g. ${AZURE_OPENAI_ENDPOINT}), api_key: ${AZURE_OPENAI_API_KEY} and deployments " +
 		"(the models it serves)"}
+}
+
+// usedBy reports whether a provider's key or base URL is val: a variable the
+// config file named (${AZURE_OPENAI_API_KEY} in a type openai provider for
+// Azure's /openai/v1 API, say).
+func usedBy(providers map[string]*Provider, val string) bool {
+	for _, p := range providers {
+		if p != nil && (string(p.APIKey) == val || strings.TrimSuffix(p.BaseURL, "/") == strings.TrimSuffix(val, "/") ||
+			strings.HasPrefix(p.BaseURL, strings.TrimSuffix(val, "/")+"/")) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasAuthHeader(h map[string]string) bool {
