@@ -130,14 +130,15 @@ func TestChartRendersValidObjects(t *testing.T) {
 		set       []string
 		redis     bool
 		drain     time.Duration
+		delay     time.Duration
 		preStop   int64
 		secretKey string
 	}{
 		{name: "keys from values, no redis", set: []string{"keys.masterKey=m", "keys.adminKey=a", "replicaCount=1"},
 			drain: 10 * time.Second, preStop: 5, secretKey: "sy-switchyard-keys"},
 		{name: "existing secrets and redis", set: []string{"keys.existingSecret=sw-keys", "redis.existingSecret=sw-redis",
-			"redis.onError=deny", "drainTimeoutSeconds=30", "preStopSleepSeconds=3"},
-			redis: true, drain: 30 * time.Second, preStop: 3, secretKey: "sw-keys"},
+			"redis.onError=deny", "drainTimeoutSeconds=30", "preStopSleepSeconds=3", "drainDelaySeconds=7"},
+			redis: true, drain: 30 * time.Second, delay: 7 * time.Second, preStop: 3, secretKey: "sw-keys"},
 		{name: "redis url from values", set: []string{"keys.masterKey=m", "keys.adminKey=a", "redis.url=redis://r:6379/0"},
 			redis: true, drain: 10 * time.Second, preStop: 5, secretKey: "sy-switchyard-keys"},
 	} {
@@ -176,8 +177,8 @@ func TestChartRendersValidObjects(t *testing.T) {
 				t.Fatalf("preStop: %+v", c.Lifecycle)
 			}
 			grace := *pod.Spec.TerminationGracePeriodSeconds
-			if want := tc.preStop + int64(tc.drain/time.Second) + 5; grace != want {
-				t.Fatalf("terminationGracePeriodSeconds %d, want preStop + drain_timeout + 5 = %d", grace, want)
+			if want := tc.preStop + int64(tc.delay/time.Second) + int64(tc.drain/time.Second) + 5; grace != want {
+				t.Fatalf("terminationGracePeriodSeconds %d, want preStop + drain_delay + drain_timeout + 5 = %d", grace, want)
 			}
 			if sc := pod.Spec.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
 				t.Fatalf("pods must run as non-root")
@@ -215,6 +216,9 @@ func TestChartRendersValidObjects(t *testing.T) {
 			}
 			if cfg.Server.DrainTimeout != tc.drain {
 				t.Fatalf("server.drain_timeout %s, want %s", cfg.Server.DrainTimeout, tc.drain)
+			}
+			if cfg.Server.DrainDelay != tc.delay {
+				t.Fatalf("server.drain_delay %s, want %s", cfg.Server.DrainDelay, tc.delay)
 			}
 			if cfg.State.Redis.Enabled() != tc.redis {
 				t.Fatalf("state.redis.url set: %v, want %v", cfg.State.Redis.Enabled(), tc.redis)
