@@ -1,11 +1,12 @@
 package anthropicjson
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"strconv"
+	"strings"
+
+	"github.com/switchyard/switchyard/openaijson"
 )
 
 // topMember is one top-level member of a JSON object: its name and where its value
@@ -17,43 +18,21 @@ type topMember struct {
 
 // topMembers lists the top-level members of body, which must be exactly one JSON
 // object (whitespace aside). Names are compared unescaped, as JSON means them.
+// The whole body is checked as JSON in the one pass (openaijson.Members, nesting
+// at most openaijson.MaxDepth, as on the chat surface).
 func topMembers(body []byte) ([]topMember, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, notJSONError(err)
+	var out []topMember
+	err := openaijson.Members(body, func(name string, start, end int) error {
+		out = append(out, topMember{key: name, start: start, end: end})
+		return nil
+	})
+	if err == nil {
+		return out, nil
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+	if errors.Is(err, openaijson.ErrNotObject) {
 		return nil, badField("", "the request body must be a JSON object")
 	}
-	var out []topMember
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, notJSONError(err)
-		}
-		key, _ := tok.(string) // Token only returns a string in key position
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, notJSONError(err)
-		}
-		end := int(dec.InputOffset())
-		out = append(out, topMember{key: key, start: end - len(raw), end: end})
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, notJSONError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, badField("", "the request body is not valid JSON: data after the top-level object")
-	}
-	return out, nil
-}
-
-func notJSONError(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return badField("", "the request body is not valid JSON: unexpected end of input")
-	}
-	return badField("", "the request body is not valid JSON: "+err.Error())
+	return nil, badField("", "the request body is not valid JSON: "+strings.TrimPrefix(err.Error(), "invalid JSON: "))
 }
 
 // ReadHead checks what every /v1/messages request needs before it is routed, as
