@@ -140,6 +140,14 @@ func BenchmarkPrepareNative(b *testing.B) {
 			}
 		}
 	})
+	b.Run("read head", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, err := ReadHead(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("rewrite model", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
