@@ -117,7 +117,10 @@ func (w *EventWriter) toolCall(tc *pb.ToolCall) error {
 	if !seen {
 		st = &toolState{block: -1, id: tc.GetId(), name: tc.GetFunction().GetName()}
 		w.tools[i] = st
-		if w.live != nil && !w.live.whole() {
+		if err := w.release(); err != nil { // the held calls whose turn has come go first
+			return err
+		}
+		if len(w.held) > 0 || (w.live != nil && !w.live.whole()) {
 			w.held = append(w.held, st)
 		} else if err := w.startTool(st); err != nil {
 			return err

@@ -147,6 +147,7 @@ func TestEventWriterInterleavedToolCalls(t *testing.T) {
 		name   string
 		chunks []string
 		inputs []string
+		ids    []string // the calls' ids in block order, when there are blocks other than calls
 	}{
 		{name: "two calls begin in one chunk, their arguments come in the next",
 			chunks: []string{call(first("0", "call_a", "f", `""`) + `,` + first("1", "call_b", "g", `""`)),
@@ -159,6 +160,10 @@ func TestEventWriterInterleavedToolCalls(t *testing.T) {
 		{name: "a call held to the end",
 			chunks: []string{call(first("0", "call_a", "f", `"{\"a\":"`)), call(first("1", "call_b", "g", `"{}"`)), finish},
 			inputs: []string{`{}`, `{}`}},
+		{name: "a call that begins while another is held waits behind it, text between",
+			chunks: []string{call(first("0", "call_a", "f", `"{\"a\":"`)), call(first("1", "call_b", "g", `"{\"b\":1}"`)),
+				chunkHead + `"choices":[{"index":0,"delta":{"content":"between"}}]}`, call(first("2", "call_c", "h", `"{}"`)), finish},
+			inputs: []string{`{}`, `{"b":1}`, `{}`}, ids: []string{"call_a", "call_b", "call_c"}},
 		{name: "one after another streams as it comes",
 			chunks: []string{call(first("0", "call_a", "f", `"{\"a\":1}"`)), call(first("1", "call_b", "g", `""`)), call(piece("1", `"{\"b\":2}"`)), finish},
 			inputs: []string{`{"a":1}`, `{"b":2}`}},
@@ -183,10 +188,22 @@ func TestEventWriterInterleavedToolCalls(t *testing.T) {
 				}
 				require.NoError(t, msg.Accumulate(e), ev.data)
 			}
-			require.Len(t, msg.Content, len(tc.inputs))
-			require.Equal(t, "call_a", msg.Content[0].ID, "the calls keep their order")
+			var calls []anthropic.ContentBlockUnion
+			for _, b := range msg.Content {
+				if b.Type == "tool_use" {
+					calls = append(calls, b)
+				}
+			}
+			require.Len(t, calls, len(tc.inputs))
 			for i, want := range tc.inputs {
-				require.JSONEq(t, want, string(msg.Content[i].Input), "block %d", i)
+				require.JSONEq(t, want, string(calls[i].Input), "call %d", i)
+			}
+			ids := tc.ids
+			if ids == nil {
+				ids = []string{"call_a", "call_b"}
+			}
+			for i, id := range ids {
+				require.Equal(t, id, calls[i].ID, "the calls keep their order")
 			}
 		})
 	}

@@ -40,7 +40,7 @@ func PrepareNative(body []byte, model string) ([]byte, error) {
 // side share the comma between them), the later one starts where the earlier
 // ended.
 func splice(body []byte, edits []edit) []byte {
-	slices.SortFunc(edits, func(a, b edit) int { return a.from - b.from })
+	slices.SortStableFunc(edits, func(a, b edit) int { return a.from - b.from })
 	n := len(body)
 	for _, e := range edits {
 		n += len(e.with)
@@ -97,10 +97,7 @@ func fitEdits(body []byte, ms []topMember) []edit {
 		}
 	}
 	if enabled && toolLoopOfAnotherModel(turns) {
-		for _, m := range thinking {
-			from, to := memberSpan(body, ms, m)
-			edits = append(edits, edit{from, to, nil})
-		}
+		edits = append(edits, withoutMembers(body, ms, func(m topMember) bool { return m.key == "thinking" })...)
 	}
 	return edits
 }
@@ -163,8 +160,8 @@ func toolLoopOfAnotherModel(turns [][]byte) bool {
 }
 
 // withoutUnsigned is a turn without its unsigned thinking blocks (the turn as it
-// was when it has none), and whether it lost any; nil when no content is left
-// and the turn is not the final one (final: an assistant turn may be empty).
+// was when it has none), and whether it lost any; nil when no content is left,
+// unless it is the final turn and an assistant's (which Anthropic lets be empty).
 func withoutUnsigned(t []byte, final bool) ([]byte, bool) {
 	ms, err := topMembers(t)
 	if err != nil {
@@ -192,11 +189,22 @@ func withoutUnsigned(t []byte, final bool) ([]byte, bool) {
 	if len(keep) == len(blocks) {
 		return t, false
 	}
-	if len(keep) == 0 && !final {
+	if len(keep) == 0 && !(final && role(t, ms) == "assistant") {
 		return nil, true
 	}
 	out := append(append([]byte{}, t[:content.start]...), joinArray(keep)...)
 	return append(out, t[content.end:]...), true
+}
+
+// role is a turn's role ("" when it has none that is a string).
+func role(t []byte, ms []topMember) string {
+	var r string
+	for _, m := range ms {
+		if m.key == "role" {
+			_ = json.Unmarshal(t[m.start:m.end], &r)
+		}
+	}
+	return r
 }
 
 // edit replaces body[from:to] with with.
@@ -299,22 +307,36 @@ func thinkingEnabled(v []byte) bool {
 	return json.Unmarshal(v, &t) == nil && t.Type == "enabled"
 }
 
-// memberSpan is where member m lies in body with what joins it to its
-// neighbours: from its name to the comma after its value when another member
-// follows, else from the comma after the member before it (the whole inside of
-// the braces when it is the only one).
-func memberSpan(body []byte, ms []topMember, m topMember) (from, to int) {
-	from = bytes.IndexByte(body, '{') + 1
-	idx := slices.Index(ms, m)
-	if idx > 0 {
-		prev := ms[idx-1].end
-		from = prev + bytes.IndexByte(body[prev:], ',') + 1
+// withoutMembers are the edits that take out the members drop names, with the
+// commas that join them to the rest: a run of them goes from the end of the
+// member kept before it to the end of its last value; a run that begins the
+// object goes from the brace to the name after it (the whole inside of the
+// braces when every member goes). Runs never share a comma, so their edits do
+// not overlap.
+func withoutMembers(body []byte, ms []topMember, drop func(topMember) bool) []edit {
+	open := bytes.IndexByte(body, '{') + 1
+	var edits []edit
+	kept := -1 // the end of the last kept member's value (-1: none yet)
+	for i := 0; i < len(ms); {
+		if !drop(ms[i]) {
+			kept = ms[i].end
+			i++
+			continue
+		}
+		j := i
+		for j < len(ms) && drop(ms[j]) {
+			j++
+		}
+		last := ms[j-1].end
+		switch {
+		case kept >= 0:
+			edits = append(edits, edit{kept, last, nil})
+		case j < len(ms):
+			edits = append(edits, edit{open, last + bytes.IndexByte(body[last:], ',') + 1, nil})
+		default:
+			edits = append(edits, edit{open, last, nil})
+		}
+		i = j
 	}
-	if idx+1 < len(ms) {
-		return from, m.end + bytes.IndexByte(body[m.end:], ',') + 1
-	}
-	if idx > 0 {
-		from = ms[idx-1].end
-	}
-	return from, m.end
+	return edits
 }

@@ -67,6 +67,15 @@ func TestPrepareNative(t *testing.T) {
 		{name: "thinking given twice: both go",
 			in:   body(`"model":"m"`, enabled, `"thinking":{"type":"enabled","budget_tokens":2048}`, msgs(user, toolCall, result)),
 			want: body(`"model":"m"`, msgs(user, toolCall, result))},
+		{name: "thinking given twice at the end: both go, the body stays JSON",
+			in:   body(`"model":"m"`, msgs(user, toolCall, result), enabled, `"thinking":{"type":"enabled"}`),
+			want: body(`"model":"m"`, msgs(user, toolCall, result))},
+		{name: "thinking given three times, spaced, at the end",
+			in:   "{\"model\":\"m\"," + msgs(user, toolCall, result) + ` , "thinking" : {"type":"enabled"} , "thinking":{"type":"enabled"},"thinking":{"type":"enabled"} }`,
+			want: "{\"model\":\"m\"," + msgs(user, toolCall, result) + " }"},
+		{name: "a user turn left with no content goes, even last",
+			in:   body(`"model":"m"`, msgs(user, `{"role":"user","content":[{"type":"thinking","thinking":"t","signature":""}]}`)),
+			want: body(`"model":"m"`, msgs(user))},
 		{name: "content given twice: the last is the one read",
 			in:   body(`"model":"m"`, msgs(user, `{"role":"assistant","content":"x","content":[{"type":"thinking","thinking":"t","signature":""},{"type":"text","text":"7"}]}`, user)),
 			want: body(`"model":"m"`, msgs(user, `{"role":"assistant","content":"x","content":[{"type":"text","text":"7"}]}`, user))},
@@ -98,6 +107,7 @@ func FuzzPrepareNative(f *testing.F) {
 		`{"model":"x","max_tokens":1,"thinking":{"type":"enabled"},"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"c"}]},{"role":"user","content":[{"type":"tool_result"}]}]}`,
 		`{"model":"x","max_tokens":1,"messages":[{"role":"assistant","content":[{"type":"thinking","signature":""}]}],"thinking":{"type":"enabled"},"thinking":{"type":"enabled"}}`,
 		`{"model":"x","max_tokens":1,"messages":[{"content":[{"type":"thinking","signature" :  ""},1,"x",null,[]]},{"role":"user"}]}`,
+		`{"model":"x","max_tokens":1,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"c"}]},{"role":"user","content":[{"type":"tool_result"}]}],"thinking":{"type":"enabled"},"thinking":{"type":"enabled"}}`,
 	} {
 		f.Add([]byte(s))
 	}

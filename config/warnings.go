@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -64,12 +66,12 @@ func azureAlone(providers map[string]*Provider, get func(string) string) []strin
 		"(the models it serves)"}
 }
 
-// usedBy reports whether a provider's key or base URL is val: a variable the
+// usedBy reports whether a provider's key, token, a header or its base URL is val: a variable the
 // config file named (${AZURE_OPENAI_API_KEY} in a type openai provider for
 // Azure's /openai/v1 API, say).
 func usedBy(providers map[string]*Provider, val string) bool {
 	for _, p := range providers {
-		if p != nil && (string(p.APIKey) == val || strings.TrimSuffix(p.BaseURL, "/") == strings.TrimSuffix(val, "/") ||
+		if p != nil && (string(p.APIKey) == val || string(p.BearerToken) == val || slices.Contains(slices.Collect(maps.Values(p.Headers)), val) || strings.TrimSuffix(p.BaseURL, "/") == strings.TrimSuffix(val, "/") ||
 			strings.HasPrefix(p.BaseURL, strings.TrimSuffix(val, "/")+"/")) {
 			return true
 		}
