@@ -40,8 +40,10 @@ func (d *writeDeadline) clock() time.Time {
 	return time.Now()
 }
 
-// answerChunk is how much of a whole answer is written under one deadline.
-const answerChunk = 256 << 10
+// answerChunk is how much of a whole answer is written under one deadline: a
+// reader that takes one chunk in each stream_idle_timeout (32 KiB a minute by
+// default) keeps reading.
+const answerChunk = 32 << 10
 
 // boundedAnswer is the size from which a whole answer is written under a
 // deadline: a smaller one goes into the socket's buffers without waiting on the
