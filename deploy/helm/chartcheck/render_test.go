@@ -131,6 +131,7 @@ func TestChartRendersValidObjects(t *testing.T) {
 		redis     bool
 		drain     time.Duration
 		delay     time.Duration
+		idle      time.Duration // server.stream_idle_timeout from config: (0: the default)
 		preStop   int64
 		secretKey string
 	}{
@@ -141,6 +142,11 @@ func TestChartRendersValidObjects(t *testing.T) {
 			redis: true, drain: 30 * time.Second, delay: 7 * time.Second, preStop: 3, secretKey: "sw-keys"},
 		{name: "redis url from values", set: []string{"keys.masterKey=m", "keys.adminKey=a", "redis.url=redis://r:6379/0"},
 			redis: true, drain: 10 * time.Second, preStop: 5, secretKey: "sy-switchyard-keys"},
+		// config: may set server: and state: settings beside the chart's own (a
+		// second server: block made a file Switchyard refuses); the chart's win.
+		{name: "server settings in config", set: []string{"keys.masterKey=m", "keys.adminKey=a", "redis.url=redis://r:6379/0",
+			"config.server.stream_idle_timeout=2m", "config.server.drain_timeout=99s", "config.state.redis.timeout=1s"},
+			redis: true, drain: 10 * time.Second, preStop: 5, secretKey: "sy-switchyard-keys", idle: 2 * time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -219,6 +225,9 @@ func TestChartRendersValidObjects(t *testing.T) {
 			}
 			if cfg.Server.DrainDelay != tc.delay {
 				t.Fatalf("server.drain_delay %s, want %s", cfg.Server.DrainDelay, tc.delay)
+			}
+			if tc.idle != 0 && cfg.Server.StreamIdleTimeout != tc.idle {
+				t.Fatalf("server.stream_idle_timeout %s, want %s from config:", cfg.Server.StreamIdleTimeout, tc.idle)
 			}
 			if cfg.State.Redis.Enabled() != tc.redis {
 				t.Fatalf("state.redis.url set: %v, want %v", cfg.State.Redis.Enabled(), tc.redis)
