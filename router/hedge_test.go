@@ -238,16 +238,7 @@ func TestAHedgeLoserOfAnyEndpointIsBilled(t *testing.T) {
 		from   string
 		prompt int64
 	}
-	var targets []Target
-	for _, name := range []string{"p", "b"} {
-		targets = append(targets, Target{Provider: &gateProvider{name: name}, Guard: resilience.NewGuard(resilience.GuardConfig{Provider: name,
-			Retry: resilience.DefaultRetry(), Breaker: resilience.DefaultBreaker()})})
-	}
-	r := New(slog.New(slog.NewTextHandler(io.Discard, nil)), targets, WithClock(hedgeClock{fire: true}))
-	r.Discover(context.Background(), 0)
-	vm := chainVM("emb", StrategyFailover, "p/m", "b/m")
-	vm.HedgeAfter = time.Second
-	require.NoError(t, r.SetVirtualModels([]VirtualModel{vm}))
+	r := hedgedPair(t, "emb")
 	var trace Trace
 	call := Call{Trace: &trace, AnswerUsage: func(a any) (Usage, bool) {
 		return Usage{Prompt: a.(answer).prompt}, true
@@ -284,16 +275,7 @@ func TestAHedgeLoserThatDoesNotSayIsBilledItsPrompt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var targets []Target
-			for _, name := range []string{"p", "b"} {
-				targets = append(targets, Target{Provider: &gateProvider{name: name}, Guard: resilience.NewGuard(resilience.GuardConfig{Provider: name,
-					Retry: resilience.DefaultRetry(), Breaker: resilience.DefaultBreaker()})})
-			}
-			r := New(slog.New(slog.NewTextHandler(io.Discard, nil)), targets, WithClock(hedgeClock{fire: true}))
-			r.Discover(context.Background(), 0)
-			vm := chainVM("chat", StrategyFailover, "p/m", "b/m")
-			vm.HedgeAfter = time.Second
-			require.NoError(t, r.SetVirtualModels([]VirtualModel{vm}))
+			r := hedgedPair(t, "chat")
 			var trace Trace
 			call := Call{Trace: &trace, EstPrompt: tc.estPrompt, AnswerUsage: func(any) (Usage, bool) { return Usage{}, false }}
 			won := make(chan struct{})
@@ -311,6 +293,23 @@ func TestAHedgeLoserThatDoesNotSayIsBilledItsPrompt(t *testing.T) {
 			require.Equal(t, tc.want, trace.Lost)
 		})
 	}
+}
+
+// hedgedPair is a router with virtual model source: targets p/m then b/m, the
+// backup started at once (the hedge timer fires as it is set).
+func hedgedPair(t *testing.T, source string) *Router {
+	t.Helper()
+	var targets []Target
+	for _, name := range []string{"p", "b"} {
+		targets = append(targets, Target{Provider: &gateProvider{name: name}, Guard: resilience.NewGuard(resilience.GuardConfig{Provider: name,
+			Retry: resilience.DefaultRetry(), Breaker: resilience.DefaultBreaker()})})
+	}
+	r := New(slog.New(slog.NewTextHandler(io.Discard, nil)), targets, WithClock(hedgeClock{fire: true}))
+	r.Discover(context.Background(), 0)
+	vm := chainVM(source, StrategyFailover, "p/m", "b/m")
+	vm.HedgeAfter = time.Second
+	require.NoError(t, r.SetVirtualModels([]VirtualModel{vm}))
+	return r
 }
 
 // TestAnAnswerInWhenTheTimerFiresIsTaken: a primary's result already in when
