@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/http2"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -63,6 +64,23 @@ func TestAGRPCConnectionHasItsBounds(t *testing.T) {
 		ok := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer sk-master")
 		_, err = pb.NewModelServiceClient(g.conn).ListModels(ok, &pb.ListModelsRequest{})
 		require.NoError(t, err)
+	})
+	t.Run("a call without a good key is refused before its message", func(t *testing.T) {
+		for _, key := range []string{"", "Bearer wrong"} {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if key != "" {
+				ctx = metadata.AppendToOutgoingContext(ctx, "authorization", key)
+			}
+			// A unary method, whose message the chain would wait for before checking
+			// the key: nothing is sent, and the refusal comes all the same.
+			s, err := g.conn.NewStream(ctx, &grpc.StreamDesc{}, "/switchyard.v1.ChatService/CreateChatCompletion")
+			require.NoError(t, err)
+			var out pb.ChatCompletion
+			err = s.RecvMsg(&out)
+			require.Equal(t, codes.Unauthenticated, status.Code(err), "%q: %v", key, err)
+			cancel()
+		}
+		require.Regexp(t, `"msg":"request".*"code":"Unauthenticated"`, g.logs.String(), "the refusal has its request line")
 	})
 	alive(t, g)
 }

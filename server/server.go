@@ -172,8 +172,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.VirtualKeys != nil && cfg.KeyMetrics {
 		adm.keyM = metrics.NewKeyMetrics(cfg.Metrics)
 	}
-	unary, stream := interceptors(chain{log: cfg.Log, m: cfg.Metrics, tracer: cfg.Tracer, adm: adm, drain: drain,
-		ledger: cfg.Ledger, virtual: isVirtual(cfg.Router)})
+	calls := chain{log: cfg.Log, m: cfg.Metrics, tracer: cfg.Tracer, adm: adm, drain: drain,
+		ledger: cfg.Ledger, virtual: isVirtual(cfg.Router)}
+	unary, stream := interceptors(calls)
 	chat := &chatService{log: cfg.Log, router: cfg.Router, metrics: cfg.Metrics, writeTimeout: cfg.WriteTimeout}
 	targets := map[string]router.Target{}
 	for _, t := range cfg.Targets {
@@ -205,7 +206,9 @@ func New(cfg Config) (*Server, error) {
 		// One connection's share (grpc-go's defaults are no bound on streams and
 		// 16 MiB of metadata each, before any key is checked: a client that opened
 		// 150,000 streams it never sent a message on held 1.7 GB).
-		grpc.MaxConcurrentStreams(MaxConcurrentStreams), grpc.MaxHeaderListSize(MaxHeaderListSize)})...)
+		grpc.MaxConcurrentStreams(MaxConcurrentStreams), grpc.MaxHeaderListSize(MaxHeaderListSize),
+		// A call with no good key is refused as its headers arrive (keyTap).
+		grpc.InTapHandle(calls.keyTap())})...)
 	register(gs)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING) // until Serve finds it ready
