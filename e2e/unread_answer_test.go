@@ -49,3 +49,40 @@ func TestAClientThatDoesNotReadItsAnswerIsDropped(t *testing.T) {
 	g.up.SetDefault(fakeupstream.Reply{})
 	alive(t, g)
 }
+
+// TestAClientThatPipelinesAndNeverReadsIsDropped: small answers to requests a
+// client pipelines without reading any (no key needed: /health) fill the sockets
+// at last; the write that then waits is bounded like any other, and the
+// connection is closed. Before, it was held for as long as the client kept it.
+func TestAClientThatPipelinesAndNeverReadsIsDropped(t *testing.T) {
+	t.Parallel()
+	g := start(t, "  stream_idle_timeout: 1s\n")
+	addr := strings.TrimPrefix(strings.TrimSuffix(g.base, "/v1"), "http://")
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer nc.Close()
+	const n = 100_000
+	sent := make(chan error, 1)
+	go func() {
+		_, err := io.WriteString(nc, strings.Repeat("GET /health HTTP/1.1\r\nHost: x\r\n\r\n", n))
+		sent <- err
+	}()
+	time.Sleep(4 * time.Second) // the client reads nothing: the gateway's write runs out
+
+	require.NoError(t, nc.SetReadDeadline(time.Now().Add(20*time.Second)))
+	r := bufio.NewReader(nc)
+	answers := 0
+	for ; answers < n; answers++ {
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			var ne net.Error
+			require.False(t, errors.As(err, &ne) && ne.Timeout(), "the gateway closed the connection: the client did not wait it out (%v)", err)
+			break
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	require.Less(t, answers, n, "the connection was closed before every answer was written")
+	<-sent
+	alive(t, g)
+}

@@ -40,34 +40,46 @@ func (d *writeDeadline) clock() time.Time {
 	return time.Now()
 }
 
-// answerChunk is how much of a whole answer is written under one deadline: a
-// reader that takes one chunk in each stream_idle_timeout (32 KiB a minute by
-// default) keeps reading.
+// boundedWriter bounds every write of an answer, whatever writes it (an error,
+// a health check, an admin answer, an answer after a long upstream call): a
+// client that stops reading is dropped once a write has waited the timeout. A
+// client that pipelines requests and reads none of their answers (small ones
+// too: they fill the socket's buffers at last) held its connection and handler
+// for as long as it kept the connection open.
+type boundedWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+	d  writeDeadline
+}
+
+func boundWrites(w http.ResponseWriter, timeout time.Duration) *boundedWriter {
+	return &boundedWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: writeDeadline{timeout: timeout}}
+}
+
+func (b *boundedWriter) Write(p []byte) (int, error) {
+	b.d.before(b.rc)
+	return b.ResponseWriter.Write(p)
+}
+
+// Flush passes on to the connection (SSE); Unwrap lets http.ResponseController
+// reach it.
+func (b *boundedWriter) Flush() { _ = b.rc.Flush() }
+
+func (b *boundedWriter) Unwrap() http.ResponseWriter { return b.ResponseWriter }
+
+// answerChunk is how much of a whole answer is written at once: the write
+// deadline moves on between chunks, so a reader that takes a chunk in each
+// stream_idle_timeout (32 KiB a minute by default) keeps reading.
 const answerChunk = 32 << 10
 
-// boundedAnswer is the size from which a whole answer is written under a
-// deadline: a smaller one goes into the socket's buffers without waiting on the
-// client, and setting a deadline costs a timer (see writeDeadline) that most
-// answers, of a few kilobytes, do not need.
-const boundedAnswer = 32 << 10
-
-// writeAnswer writes a whole (non-stream) answer with its Content-Length. One of
-// boundedAnswer or more is written under the deadline a stream's writes have
-// (timeout 0: none), moved on as the client reads: a client that stops reading is
-// dropped when it runs out, not left holding the handler and the answer (an
-// embeddings answer of megabytes) for as long as it keeps the connection open. A
-// slow reader that keeps reading is not.
-func writeAnswer(w http.ResponseWriter, timeout time.Duration, body []byte) {
+// writeAnswer writes a whole (non-stream) answer with its Content-Length, in
+// chunks, each under the write bound (boundedWriter): a client that stops reading
+// is dropped, not left holding the handler and the answer (an embeddings answer
+// of megabytes) for as long as it keeps the connection open.
+func writeAnswer(w http.ResponseWriter, body []byte) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	if len(body) < boundedAnswer || timeout <= 0 {
-		_, _ = w.Write(body)
-		return
-	}
-	rc := http.NewResponseController(w)
-	d := writeDeadline{timeout: timeout}
 	for len(body) > 0 {
 		n := min(len(body), answerChunk)
-		d.before(rc)
 		if _, err := w.Write(body[:n]); err != nil {
 			return
 		}

@@ -130,7 +130,7 @@ func (f *front) embeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	out := openaijson.AppendEmbeddingsResponse(make([]byte, 0, 4096), resp.(*pb.CreateEmbeddingsResponse))
 	w.Header().Set("Content-Type", "application/json")
-	writeAnswer(w, f.opt.writeTimeout, out)
+	writeAnswer(w, out)
 }
 
 // embeddingsUsage is what an embeddings answer says it used (its inputs'

@@ -99,6 +99,6 @@ func (f *front) unaryChat(w http.ResponseWriter, r *http.Request, req *pb.ChatCo
 		body = openaijson.Append(make([]byte, 0, 2048), resp.(*pb.ChatCompletion))
 	}
 	w.Header().Set("Content-Type", "application/json")
-	writeAnswer(w, f.opt.writeTimeout, body)
+	writeAnswer(w, body)
 	return true
 }

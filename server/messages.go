@@ -102,7 +102,7 @@ func (f *front) unaryMessages(w http.ResponseWriter, r *http.Request, method str
 	}
 	setRequestIDHeader(w)
 	w.Header().Set("Content-Type", "application/json")
-	writeAnswer(w, f.opt.writeTimeout, resp.([]byte))
+	writeAnswer(w, resp.([]byte))
 }
 
 // messagesService serves the surface's calls with the chat service's router,

@@ -114,6 +114,9 @@ type front struct {
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.opt.writeTimeout > 0 {
+		w = boundWrites(w, f.opt.writeTimeout)
+	}
 	switch r.URL.Path {
 	case "/health":
 		writeJSON(w, http.StatusOK, `{"status":"ok"}`)
