@@ -53,7 +53,9 @@ func TestAClientThatDoesNotReadItsAnswerIsDropped(t *testing.T) {
 // TestAClientThatPipelinesAndNeverReadsIsDropped: small answers to requests a
 // client pipelines without reading any (no key needed: /health) fill the sockets
 // at last; the write that then waits is bounded like any other, and the
-// connection is closed. Before, it was held for as long as the client kept it.
+// connection is closed, which the client sees as its own writes failing. Before,
+// the gateway waited on its write, read no more, and held the connection (and the
+// client's writes) for as long as the client kept it.
 func TestAClientThatPipelinesAndNeverReadsIsDropped(t *testing.T) {
 	t.Parallel()
 	g := start(t, "  stream_idle_timeout: 1s\n")
@@ -61,28 +63,17 @@ func TestAClientThatPipelinesAndNeverReadsIsDropped(t *testing.T) {
 	nc, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer nc.Close()
-	const n = 100_000
 	sent := make(chan error, 1)
 	go func() {
-		_, err := io.WriteString(nc, strings.Repeat("GET /health HTTP/1.1\r\nHost: x\r\n\r\n", n))
+		// Far more than the sockets hold: the gateway's writes wait before these end.
+		_, err := io.WriteString(nc, strings.Repeat("GET /health HTTP/1.1\r\nHost: x\r\n\r\n", 1_000_000))
 		sent <- err
 	}()
-	time.Sleep(4 * time.Second) // the client reads nothing: the gateway's write runs out
-
-	require.NoError(t, nc.SetReadDeadline(time.Now().Add(20*time.Second)))
-	r := bufio.NewReader(nc)
-	answers := 0
-	for ; answers < n; answers++ {
-		resp, err := http.ReadResponse(r, nil)
-		if err != nil {
-			var ne net.Error
-			require.False(t, errors.As(err, &ne) && ne.Timeout(), "the gateway closed the connection: the client did not wait it out (%v)", err)
-			break
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+	select {
+	case err := <-sent:
+		require.Error(t, err, "the gateway closed the connection while the client was still sending")
+	case <-time.After(60 * time.Second):
+		t.Fatal("the gateway held a connection whose client read nothing")
 	}
-	require.Less(t, answers, n, "the connection was closed before every answer was written")
-	<-sent
 	alive(t, g)
 }
