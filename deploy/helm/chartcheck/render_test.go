@@ -132,6 +132,7 @@ func TestChartRendersValidObjects(t *testing.T) {
 		drain     time.Duration
 		delay     time.Duration
 		idle      time.Duration // server.stream_idle_timeout from config: (0: the default)
+		onError   string        // state.redis.on_error ("": the chart's default, allow, when Redis is on)
 		preStop   int64
 		secretKey string
 	}{
@@ -145,8 +146,9 @@ func TestChartRendersValidObjects(t *testing.T) {
 		// config: may set server: and state: settings beside the chart's own (a
 		// second server: block made a file Switchyard refuses); the chart's win.
 		{name: "server settings in config", set: []string{"keys.masterKey=m", "keys.adminKey=a", "redis.url=redis://r:6379/0",
-			"config.server.stream_idle_timeout=2m", "config.server.drain_timeout=99s", "config.state.redis.timeout=1s"},
-			redis: true, drain: 10 * time.Second, preStop: 5, secretKey: "sy-switchyard-keys", idle: 2 * time.Minute},
+			"config.server.stream_idle_timeout=2m", "config.server.drain_timeout=99s", "config.state.redis.timeout=1s",
+			"config.state.redis.on_error=deny"},
+			redis: true, drain: 10 * time.Second, preStop: 5, secretKey: "sy-switchyard-keys", idle: 2 * time.Minute, onError: "deny"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -225,6 +227,9 @@ func TestChartRendersValidObjects(t *testing.T) {
 			}
 			if cfg.Server.DrainDelay != tc.delay {
 				t.Fatalf("server.drain_delay %s, want %s", cfg.Server.DrainDelay, tc.delay)
+			}
+			if tc.onError != "" && cfg.State.Redis.OnError != tc.onError {
+				t.Fatalf("state.redis.on_error %q, want %q from config:", cfg.State.Redis.OnError, tc.onError)
 			}
 			if tc.idle != 0 && cfg.Server.StreamIdleTimeout != tc.idle {
 				t.Fatalf("server.stream_idle_timeout %s, want %s from config:", cfg.Server.StreamIdleTimeout, tc.idle)
