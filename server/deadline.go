@@ -61,9 +61,16 @@ func (b *boundedWriter) Write(p []byte) (int, error) {
 	return b.ResponseWriter.Write(p)
 }
 
-// Flush passes on to the connection (SSE); Unwrap lets http.ResponseController
-// reach it.
-func (b *boundedWriter) Flush() { _ = b.rc.Flush() }
+// FlushError passes on to the connection with its error (a client gone is seen
+// at the flush: http.ResponseController.Flush calls this); Flush is it for code
+// that asks for an http.Flusher; Unwrap lets http.ResponseController reach the
+// connection's own write deadline.
+func (b *boundedWriter) FlushError() error {
+	b.d.before(b.rc)
+	return b.rc.Flush()
+}
+
+func (b *boundedWriter) Flush() { _ = b.FlushError() }
 
 func (b *boundedWriter) Unwrap() http.ResponseWriter { return b.ResponseWriter }
 
