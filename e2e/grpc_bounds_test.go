@@ -82,5 +82,14 @@ func TestAGRPCConnectionHasItsBounds(t *testing.T) {
 		}
 		require.Regexp(t, `"msg":"request".*"code":"Unauthenticated"`, g.logs.String(), "the refusal has its request line")
 	})
+
+	t.Run("a call with a far deadline is refused by the chain", func(t *testing.T) {
+		// grpc-go leaves a tap-refused stream's timer to the client's deadline, so a
+		// call whose deadline is far goes to the chain, which refuses it as well.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
+		defer cancel()
+		_, err := pb.NewModelServiceClient(g.conn).ListModels(ctx, &pb.ListModelsRequest{})
+		require.Equal(t, codes.Unauthenticated, status.Code(err), "%v", err)
+	})
 	alive(t, g)
 }
