@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/http2"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -81,6 +82,30 @@ func TestAGRPCConnectionHasItsBounds(t *testing.T) {
 			cancel()
 		}
 		require.Regexp(t, `"msg":"request".*"code":"Unauthenticated"`, g.logs.String(), "the refusal has its request line")
+
+		// No stream to echo x-request-id on: the id is in the error's ErrorInfo,
+		// the client's own or one made for it, as the request line names it.
+		for _, sent := range []string{"review-123", ""} {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if sent != "" {
+				ctx = metadata.AppendToOutgoingContext(ctx, "x-request-id", sent)
+			}
+			_, err := pb.NewModelServiceClient(g.conn).ListModels(ctx, &pb.ListModelsRequest{})
+			cancel()
+			require.Equal(t, codes.Unauthenticated, status.Code(err))
+			id := ""
+			for _, d := range status.Convert(err).Details() {
+				if info, ok := d.(*errdetails.ErrorInfo); ok {
+					id = info.GetMetadata()["request_id"]
+					require.Equal(t, "401", info.GetMetadata()["http_status"], "the ErrorInfo is the one the chain gives")
+				}
+			}
+			require.NotEmpty(t, id)
+			if sent != "" {
+				require.Equal(t, sent, id)
+			}
+			require.Contains(t, g.logs.String(), `"request_id":"`+id+`"`)
+		}
 	})
 
 	t.Run("a call with a far deadline is refused by the chain", func(t *testing.T) {

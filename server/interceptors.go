@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -390,6 +391,37 @@ func (c chain) keyTap() tap.ServerInHandle {
 		if err == nil {
 			return ctx, nil
 		}
-		return ctx, c.observe(ctx, serverCall{method: info.FullMethodName}, func(context.Context) error { return err })
+		// There is no stream to echo x-request-id on: the id (the client's, or
+		// one made here, which the request line names too) goes in the error's
+		// ErrorInfo as request_id.
+		id := firstMD(ctx, mdRequestID)
+		if id == "" || len(id) > 128 {
+			id = reqid.New(time.Now())
+			md, _ := metadata.FromIncomingContext(ctx)
+			ctx = metadata.NewIncomingContext(ctx, metadata.Join(md, metadata.Pairs(mdRequestID, id)))
+		}
+		err = c.observe(ctx, serverCall{method: info.FullMethodName}, func(context.Context) error { return err })
+		return ctx, withRequestIDDetail(err, id)
 	}
+}
+
+// withRequestIDDetail is err with request_id in its ErrorInfo's metadata.
+func withRequestIDDetail(err error, id string) error {
+	st := status.Convert(err)
+	p := st.Proto()
+	for _, d := range p.GetDetails() {
+		var info errdetails.ErrorInfo
+		if d.UnmarshalTo(&info) != nil || info.GetDomain() != errorDomain {
+			continue
+		}
+		if info.Metadata == nil {
+			info.Metadata = map[string]string{}
+		}
+		info.Metadata["request_id"] = id
+		if d.MarshalFrom(&info) != nil {
+			return err
+		}
+		return status.ErrorProto(p)
+	}
+	return err
 }
