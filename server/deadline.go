@@ -56,6 +56,12 @@ func boundWrites(w http.ResponseWriter, timeout time.Duration) *boundedWriter {
 	return &boundedWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: writeDeadline{timeout: timeout}}
 }
 
+// settle gives what net/http writes once the handler has returned (what the
+// connection's buffer still holds, a chunked body's end) a whole timeout from
+// then: a deadline set at the handler's last write could otherwise run out
+// before that flush, and the client get nothing of an answer it was written.
+func (b *boundedWriter) settle() { _ = b.rc.SetWriteDeadline(time.Now().Add(b.d.timeout)) }
+
 func (b *boundedWriter) Write(p []byte) (int, error) {
 	b.d.before(b.rc)
 	return b.ResponseWriter.Write(p)

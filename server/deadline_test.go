@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -25,4 +26,26 @@ func TestABoundedWriterPassesAFailedFlushOn(t *testing.T) {
 	require.EqualError(t, http.NewResponseController(w).Flush(), "client gone")
 	_, err := w.Write([]byte("x"))
 	require.NoError(t, err)
+}
+
+// TestAnAnswerWrittenLongBeforeTheHandlerReturnsArrives: what a handler wrote
+// sits in the connection's buffer until net/http flushes it after the handler
+// returns; a handler that returns later than the write bound after its last write
+// (cleanup, a loaded machine) still delivers it whole (settle).
+func TestAnAnswerWrittenLongBeforeTheHandlerReturnsArrives(t *testing.T) {
+	t.Parallel()
+	const timeout = 50 * time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		bw := boundWrites(w, timeout)
+		defer bw.settle()
+		_, _ = bw.Write([]byte("the whole answer"))
+		time.Sleep(4 * timeout) // past the deadline the write set
+	}))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, "the whole answer", string(body))
 }

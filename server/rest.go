@@ -115,7 +115,9 @@ type front struct {
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.opt.writeTimeout > 0 {
-		w = boundWrites(w, f.opt.writeTimeout)
+		bw := boundWrites(w, f.opt.writeTimeout)
+		defer bw.settle()
+		w = bw
 	}
 	switch r.URL.Path {
 	case "/health":
