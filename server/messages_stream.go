@@ -22,7 +22,7 @@ import (
 // message_stop, so that no SDK takes a broken stream for a whole message.
 func (f *front) streamMessages(w http.ResponseWriter, r *http.Request, ms messagesService, req messageRequest) {
 	sink := &headerSink{method: methodStreamMessage}
-	ss := newSSEStream(w, sink, f.opt.writeTimeout)
+	ss := newSSEStream(w, sink)
 	ss.ctx = grpc.NewContextWithServerTransportStream(incomingContext(r), sink)
 	info := &grpc.StreamServerInfo{FullMethod: sink.method, IsServerStream: true}
 	err := f.in.stream(f.in.chat, ss, info, func(_ any, stream grpc.ServerStream) error {

@@ -48,8 +48,6 @@ type passthroughService struct {
 	targets map[string]router.Target
 	// providers gives each provider's type, for the error of one without passthrough.
 	providers map[string]ProviderInfo
-	// writeTimeout bounds each write to the client (as for streams).
-	writeTimeout time.Duration
 }
 
 // passthrough serves /p/{provider}/{path...}. The body is read within
@@ -164,16 +162,14 @@ func retriable(method string, idempotencyKey bool) bool {
 }
 
 // copyBody streams the answer to the client, flushed after every read so that an
-// event stream reaches the client as it is sent; each write is bounded by
-// writeTimeout.
+// event stream reaches the client as it is sent; each write is bounded by the
+// front's boundedWriter, as every REST write is.
 func (s *passthroughService) copyBody(ctx context.Context, w http.ResponseWriter, body io.Reader) error {
 	rc := http.NewResponseController(w)
-	deadline := writeDeadline{timeout: s.writeTimeout}
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := body.Read(buf)
 		if n > 0 {
-			deadline.before(rc)
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return werr
 			}

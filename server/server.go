@@ -182,7 +182,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	models := &modelService{log: cfg.Log, router: cfg.Router, embeds: embedsRule(targets, cfg.Providers)}
 	embed := &embeddingService{log: cfg.Log, router: cfg.Router, providers: cfg.Providers}
-	pass := &passthroughService{log: cfg.Log, router: cfg.Router, targets: targets, providers: cfg.Providers, writeTimeout: cfg.WriteTimeout}
+	pass := &passthroughService{log: cfg.Log, router: cfg.Router, targets: targets, providers: cfg.Providers}
 	admin := &adminService{log: cfg.Log, router: cfg.Router, failover: cfg.Failover,
 		persist: cfg.PersistVirtualModels, providers: cfg.Providers, breakers: cfg.Breakers, keys: cfg.VirtualKeys, ledger: cfg.Ledger}
 	register := func(gs *grpc.Server) {

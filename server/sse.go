@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/textproto"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -20,8 +19,7 @@ import (
 // the handler sends is written as one Server-Sent Event, exactly as OpenAI frames
 // it ("data: {chunk}\n\n"), and flushed. Headers wait for the first chunk.
 type sseStream struct {
-	ctx      context.Context
-	deadline writeDeadline
+	ctx context.Context
 	// more says another chunk is already at hand: skip this flush, the next write
 	// flushes the burst. The handler sets it before each send.
 	more    bool
@@ -32,10 +30,10 @@ type sseStream struct {
 	buf     []byte
 }
 
-// newSSEStream writes events to w, each write bounded by timeout (0: none).
-func newSSEStream(w http.ResponseWriter, sink *headerSink, timeout time.Duration) *sseStream {
-	return &sseStream{sink: sink, w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 1024),
-		deadline: writeDeadline{timeout: timeout}}
+// newSSEStream writes events to w (each write bounded by the front's
+// boundedWriter, as every REST write is).
+func newSSEStream(w http.ResponseWriter, sink *headerSink) *sseStream {
+	return &sseStream{sink: sink, w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 1024)}
 }
 
 func (s *sseStream) Context() context.Context        { return s.ctx }
@@ -78,7 +76,6 @@ func (s *sseStream) start() {
 // not a server error.
 func (s *sseStream) write() error {
 	s.buf = append(s.buf, "\n\n"...)
-	s.deadline.before(s.rc)
 	if _, err := s.w.Write(s.buf); err != nil {
 		return clientGone(err)
 	}
@@ -116,7 +113,7 @@ func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompl
 	var method settling
 	defer func() { settled = method.settled() }()
 	sink := &headerSink{method: pb.ChatService_StreamChatCompletion_FullMethodName}
-	ss := newSSEStream(w, sink, f.opt.writeTimeout)
+	ss := newSSEStream(w, sink)
 	ss.ctx = context.WithValue(grpc.NewContextWithServerTransportStream(incomingContext(r), sink), sseKey{}, ss)
 	info := &grpc.StreamServerInfo{FullMethod: sink.method, IsServerStream: true}
 	err := f.in.stream(f.in.chat, ss, info, func(_ any, stream grpc.ServerStream) error {
@@ -140,7 +137,6 @@ func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompl
 		return
 	}
 	if err == nil {
-		ss.deadline.before(ss.rc)
 		_, _ = io.WriteString(w, "data: [DONE]\n\n")
 		_ = ss.rc.Flush()
 		return
@@ -159,7 +155,6 @@ func (f *front) stream(w http.ResponseWriter, r *http.Request, req *pb.ChatCompl
 	buf := append(ss.buf[:0], "data: "...)
 	buf = appendErrorJSON(buf, e)
 	buf = append(buf, "\n\n"...)
-	ss.deadline.before(ss.rc)
 	_, _ = w.Write(buf)
 	_ = ss.rc.Flush()
 	return // settled, by the deferred call

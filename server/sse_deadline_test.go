@@ -19,7 +19,8 @@ func (d *deadlineRecorder) SetWriteDeadline(t time.Time) error {
 	return nil
 }
 
-// A stream's write deadline is set before its first event and moved again only
+// A stream's write deadline (the front's boundedWriter, which bounds every REST
+// write) is set before its first event and moved again only
 // once a sixteenth of the timeout has passed: every write has at least 15/16 of
 // the timeout before it, and events in quick succession set it once.
 func TestSSEWriteDeadlineIsMovedOncePerSixteenth(t *testing.T) {
@@ -38,8 +39,9 @@ func TestSSEWriteDeadlineIsMovedOncePerSixteenth(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := time.Unix(1000, 0)
 			rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
-			s := newSSEStream(rec, &headerSink{}, timeout)
-			s.deadline.now = func() time.Time { return clock }
+			bw := boundWrites(rec, timeout) // as the front wraps every request
+			bw.d.now = func() time.Time { return clock }
+			s := newSSEStream(bw, &headerSink{})
 			require.NoError(t, s.SendRaw([]byte(`{}`)))
 			for _, gap := range tc.gaps {
 				clock = clock.Add(gap)

@@ -33,7 +33,7 @@ const rawChunk = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":
 	`"delta":{"content":"Hello"},"logprobs":null,"finish_reason":null}]}`
 
 func newSSE(w *discard) *sseStream {
-	s := newSSEStream(w, &headerSink{}, time.Minute)
+	s := newSSEStream(w, &headerSink{})
 	s.ctx = context.Background()
 	return s
 }
