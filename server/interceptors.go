@@ -208,12 +208,19 @@ type requestIDKey struct{}
 // withRequestID takes the caller's x-request-id (REST: X-Request-Id) or makes one,
 // and echoes it in the response headers.
 func withRequestID(ctx context.Context) context.Context {
+	id := incomingRequestID(ctx)
+	_ = grpc.SetHeader(ctx, metadata.Pairs(mdRequestID, id))
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// incomingRequestID is the client's x-request-id, or a new one when it sent none
+// (or one past 128 bytes).
+func incomingRequestID(ctx context.Context) string {
 	id := firstMD(ctx, mdRequestID)
 	if id == "" || len(id) > 128 {
 		id = reqid.New(time.Now())
 	}
-	_ = grpc.SetHeader(ctx, metadata.Pairs(mdRequestID, id))
-	return context.WithValue(ctx, requestIDKey{}, id)
+	return id
 }
 
 func requestID(ctx context.Context) string {
@@ -394,11 +401,12 @@ func (c chain) keyTap() tap.ServerInHandle {
 		// There is no stream to echo x-request-id on: the id (the client's, or
 		// one made here, which the request line names too) goes in the error's
 		// ErrorInfo as request_id.
-		id := firstMD(ctx, mdRequestID)
-		if id == "" || len(id) > 128 {
-			id = reqid.New(time.Now())
+		id := incomingRequestID(ctx)
+		if id != firstMD(ctx, mdRequestID) { // made here: the chain's observe reads it back
 			md, _ := metadata.FromIncomingContext(ctx)
-			ctx = metadata.NewIncomingContext(ctx, metadata.Join(md, metadata.Pairs(mdRequestID, id)))
+			md = md.Copy()
+			md.Set(mdRequestID, id) // in place of one past 128 bytes, which observe would replace again
+			ctx = metadata.NewIncomingContext(ctx, md)
 		}
 		err = c.observe(ctx, serverCall{method: info.FullMethodName}, func(context.Context) error { return err })
 		return ctx, withRequestIDDetail(err, id)
