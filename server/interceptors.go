@@ -273,7 +273,12 @@ func equal(a, b string) bool {
 // check enforces the keys (see identify) on a call's authorization metadata and
 // names the caller in the returned context.
 func (a authorizer) check(ctx context.Context, method string) (context.Context, *keys.Key, error) {
-	caller, key, err := a.identify(method, firstMD(ctx, mdAuthorization))
+	caller, key, err := "", (*keys.Key)(nil), error(nil)
+	if t, ok := ctx.Value(tappedKey{}).(tapped); ok && t.method == method {
+		caller, key = t.caller, t.key // keyTap identified it as its headers came
+	} else {
+		caller, key, err = a.identify(method, firstMD(ctx, mdAuthorization))
+	}
 	if caller != "" {
 		ctx = context.WithValue(ctx, callerKey{}, caller)
 	}
@@ -371,6 +376,14 @@ func serviceName(kind string) string {
 	return "inference"
 }
 
+// tapped is who keyTap found a call's key to be, for its admission stage.
+type tapped struct {
+	method, caller string
+	key            *keys.Key
+}
+
+type tappedKey struct{}
+
 // tapDeadline is the farthest client deadline keyTap refuses a call with.
 const tapDeadline = time.Minute
 
@@ -379,7 +392,8 @@ const tapDeadline = time.Minute
 // interceptor chain would refuse it only once the message came: a client with no
 // key held 2.7 GB with 40,000 streams on 40 connections, their headers inflated by
 // HPACK). The refusal is observed as the chain observes one (request line,
-// metrics, span); a call with a good key goes on, and the chain checks it again.
+// metrics, span); a call with a good key goes on, and the chain's admission
+// stage takes who it is from the tap's context instead of identifying it again.
 // The public gRPC server only: the in-process connection carries REST calls the
 // front has checked.
 func (c chain) keyTap() tap.ServerInHandle {
@@ -394,9 +408,10 @@ func (c chain) keyTap() tap.ServerInHandle {
 		if v := info.Header.Get(mdAuthorization); len(v) > 0 {
 			authorization = v[0]
 		}
-		_, _, err := c.adm.auth.identify(info.FullMethodName, authorization)
+		caller, key, err := c.adm.auth.identify(info.FullMethodName, authorization)
 		if err == nil {
-			return ctx, nil
+			// The chain's admission stage takes this, instead of identifying again.
+			return context.WithValue(ctx, tappedKey{}, tapped{method: info.FullMethodName, caller: caller, key: key}), nil
 		}
 		// There is no stream to echo x-request-id on: the id (the client's, or
 		// one made here, which the request line names too) goes in the error's
