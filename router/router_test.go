@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -303,9 +304,11 @@ func TestInvalidVirtualModels(t *testing.T) {
 		"needs a target with a positive weight": {{Source: "x", Strategy: StrategyWeighted, Targets: []VirtualTarget{{Model: "a/m1"}}}},
 	}
 	for want, vms := range cases {
-		err := f.r.SetVirtualModels(vms)
-		require.ErrorIs(t, err, ErrInvalidVirtualModel, want)
-		require.ErrorContains(t, err, want)
+		t.Run(want, func(t *testing.T) {
+			err := f.r.SetVirtualModels(vms)
+			require.ErrorIs(t, err, ErrInvalidVirtualModel)
+			require.ErrorContains(t, err, want)
+		})
 	}
 	require.Empty(t, f.r.VirtualModels(), "a rejected change leaves the table as it was")
 }
@@ -327,7 +330,10 @@ func TestPhrases(t *testing.T) {
 		{"Overloaded", 529, "overloaded_error", true},
 	}
 	for _, tc := range cases {
-		require.Equal(t, tc.match, ParsePhrase(tc.phrase).matches(tc.status, tc.text), "%s / %d %s", tc.phrase, tc.status, tc.text)
+		t.Run(fmt.Sprintf("%s/%d %s", tc.phrase, tc.status, tc.text), func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.match, ParsePhrase(tc.phrase).matches(tc.status, tc.text))
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"testing"
@@ -41,7 +42,10 @@ func TestRetriable(t *testing.T) {
 		{http.MethodPost, false, false}, {http.MethodPatch, false, false},
 		{http.MethodPost, true, true}, {http.MethodPatch, true, true},
 	} {
-		require.Equal(t, tc.want, retriable(tc.method, tc.key), "%s key=%v", tc.method, tc.key)
+		t.Run(fmt.Sprintf("%s key=%v", tc.method, tc.key), func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, retriable(tc.method, tc.key))
+		})
 	}
 }
 
