@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -104,8 +105,10 @@ end
 return out
 `)
 
-// releaseScript frees a lease and corrects the charges.
-// ARGV rpm, tpm, token delta, undo (1/0), now (empty: Redis's clock), lease.
+// releaseScript frees a lease and corrects the charges. Sent again (retry 1),
+// it does nothing once the lease is gone: the first try was taken, its answer
+// lost.
+// ARGV rpm, tpm, token delta, undo (1/0), now (empty: Redis's clock), lease, retry (1/0).
 var releaseScript = redis.NewScript(`
 local rpm, tpm, delta, undo = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
 local now = tonumber(ARGV[5])
@@ -113,7 +116,7 @@ if not now then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-if ARGV[6] ~= '' then redis.call('ZREM', KEYS[2], ARGV[6]) end
+if ARGV[6] ~= '' and redis.call('ZREM', KEYS[2], ARGV[6]) == 0 and ARGV[7] == '1' then return 0 end
 local period = 60000000
 local function adjust(field, n, d)
   local iv = period / n
@@ -220,6 +223,12 @@ func (l *Limits) outage(ctx context.Context, r limits.Request) (limits.Decision,
 // second for releaseRetryFor (at most maxPendingReleases at once), so that a short
 // outage does not hold a key's concurrency slots until LeaseTTL; past that the
 // slot frees itself at LeaseTTL and the token correction is dropped.
+//
+// A release is retried only when a retry cannot count it twice: it holds a
+// lease (the retry finds the lease gone if the first try was taken and its
+// answer lost), or the first try never reached Redis. A correction without a
+// lease whose try may have been taken is dropped instead: the charge it
+// corrected ends with its minute.
 func (l *Limits) Release(ctx context.Context, r limits.Release) error {
 	if r.Lease == localLease {
 		return l.local.Release(ctx, r)
@@ -227,16 +236,29 @@ func (l *Limits) Release(ctx context.Context, r limits.Release) error {
 	if r.Lease == "" && r.TokenDelta == 0 && !r.Undo {
 		return nil // nothing to give back (no slot, no correction): no round trip
 	}
-	err := errors.New("redis unreachable")
+	err := errUnsent
 	if !l.c.health.skip() {
-		err = l.release(ctx, r)
+		err = l.release(ctx, r, false)
 	}
-	if err != nil && l.pending.Add(1) <= maxPendingReleases {
+	if err == nil || (r.Lease == "" && !unsent(err)) {
+		return err
+	}
+	if l.pending.Add(1) <= maxPendingReleases {
 		go l.retryRelease(context.WithoutCancel(ctx), r)
-	} else if err != nil {
+	} else {
 		l.pending.Add(-1)
 	}
 	return err
+}
+
+// errUnsent is a call not made: Redis is down and not due a probe.
+var errUnsent = errors.New("redis unreachable")
+
+// unsent reports whether a call that failed with err surely never reached
+// Redis: not made, or no connection to send it on.
+func unsent(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, errUnsent) || errors.Is(err, redis.ErrPoolTimeout) || (errors.As(err, &op) && op.Op == "dial")
 }
 
 // Bounds of the background retries of failed releases.
@@ -249,20 +271,24 @@ func (l *Limits) retryRelease(ctx context.Context, r limits.Release) {
 	defer l.pending.Add(-1)
 	for deadline := time.Now().Add(releaseRetryFor); time.Now().Before(deadline); {
 		time.Sleep(probeInterval)
-		if err := l.release(ctx, r); err == nil || errors.Is(err, redis.ErrClosed) {
+		err := l.release(ctx, r, true)
+		if err == nil || errors.Is(err, redis.ErrClosed) || (r.Lease == "" && !unsent(err)) {
 			return
 		}
 	}
 }
 
-func (l *Limits) release(ctx context.Context, r limits.Release) error {
-	undo := "0"
+func (l *Limits) release(ctx context.Context, r limits.Release, retry bool) error {
+	undo, again := "0", "0"
 	if r.Undo {
 		undo = "1"
 	}
+	if retry {
+		again = "1"
+	}
 	return l.c.call(ctx, "release", func(ctx context.Context) error {
 		return releaseScript.Run(ctx, l.c.rdb, l.keys(r.Subject), r.Limits.RPM, r.Limits.TPM, r.TokenDelta, undo,
-			l.now(r.Now), r.Lease).Err()
+			l.now(r.Now), r.Lease, again).Err()
 	})
 }
 

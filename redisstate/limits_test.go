@@ -326,3 +326,43 @@ func TestALimitsStateExpiresOnItsOwn(t *testing.T) {
 		})
 	}
 }
+
+// A release whose answer came after the client's timeout was taken all the
+// same: it must not be taken twice. One with a lease is retried, and the retry
+// finds the lease gone; a correction without one is not retried.
+func TestAReleaseWhoseAnswerWasLostIsTakenOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		lim  limits.Limits
+	}{
+		{"with a lease", limits.Limits{TPM: 1000, MaxConcurrency: 5}},
+		{"without a lease", limits.Limits{TPM: 1000}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := redistest.New(t)
+			c, slow := slowAnswers(t, s, Allow)
+			b := NewLimits(c).WithCallerClock()
+			l := limits.New(b, newClock())
+			ctx := context.Background()
+			g, err := l.Admit(ctx, "r", tc.lim, 0)
+			require.NoError(t, err)
+			require.NoError(t, g.Done(1), "the scripts are loaded before the answers slow down")
+
+			g, err = l.Admit(ctx, "r", tc.lim, 500)
+			require.NoError(t, err)
+			slow.Store(true)
+			require.Error(t, g.Done(100), "the answer came too late: 400 back, taken by Redis all the same")
+			slow.Store(false)
+			require.Eventually(t, func() bool { return b.pending.Load() == 0 && !c.health.skip() }, 10*time.Second, 10*time.Millisecond,
+				"the retry, if any, is done, and Redis is asked again")
+			_, err = l.Admit(ctx, "r", tc.lim, 950)
+			var ex *limits.ExceededError
+			require.ErrorAs(t, err, &ex, "101 used: 950 more is over 1000 (taken twice, the correction gave back 800)")
+			require.Equal(t, limits.Tokens, ex.Limit)
+			_, err = l.Admit(ctx, "r", tc.lim, 899)
+			require.NoError(t, err, "101 used: 899 more fits")
+		})
+	}
+}

@@ -2,6 +2,7 @@ package redisstate
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"strconv"
 	"sync"
@@ -29,8 +30,16 @@ type Spend struct {
 	local *usage.Memory
 
 	mu      sync.Mutex
-	pending map[pendingKey]float64 // spend Redis has not taken yet, by total
-	sending map[pendingKey]float64 // the batch a push has under way (Get counts it)
+	pending map[pendingKey]float64 // spend not in a batch yet, by total
+	// batch is the spend a push has sent, or is sending, and Redis has not
+	// acknowledged: it is sent again, under its number, until Redis does (Get
+	// counts it meanwhile).
+	batch *batch
+	// pushes numbers this replica's batches under replica: Redis keeps the
+	// last number it took, so that a batch whose answer was lost (it came after
+	// the timeout) is not taken twice when it is sent again.
+	replica string
+	pushes  uint64
 	// unseeded are the store's totals Redis could not take at start (Seed):
 	// the next push offers them first, before any spend of theirs.
 	unseeded map[pendingKey]float64
@@ -46,6 +55,12 @@ type Spend struct {
 // Redis, gathering the requests that end meanwhile into one round trip.
 const PushDelay = 50 * time.Millisecond
 
+// batch is pushed spend, numbered.
+type batch struct {
+	n     uint64
+	spend map[pendingKey]float64
+}
+
 type pendingKey struct {
 	key, period string
 	start       time.Time
@@ -54,7 +69,7 @@ type pendingKey struct {
 // NewSpend shares budgets' totals through c; Close pushes what is left.
 func NewSpend(c *Client) *Spend {
 	s := &Spend{c: c, local: usage.NewMemory(), pending: map[pendingKey]float64{}, unseeded: map[pendingKey]float64{},
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		replica: rand.Text(), kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go s.run()
 	return s
 }
@@ -136,10 +151,11 @@ func (s *Spend) kickPush() {
 	}
 }
 
-// Push sends the pending spend to Redis now, in one round trip (INCRBYFLOAT
-// and EXPIRE per total), and says whether none is left pending. Spend Redis
-// cannot take is kept and sent with a later push, so an outage delays this
-// replica's spend in the shared total but never loses it.
+// Push sends the pending spend to Redis now, in one round trip (a script that
+// adds to each total and renews its expiry), and says whether none is left
+// pending. Spend Redis cannot take is sent again with a later push, as the same
+// numbered batch, so an outage delays this replica's spend in the shared total
+// but never loses it, and a push whose answer was lost is not counted twice.
 func (s *Spend) Push() bool {
 	if s.c.health.skip() { // Redis is down: no round trip until health's next probe
 		s.mu.Lock()
@@ -153,44 +169,69 @@ func (s *Spend) Push() bool {
 		s.mu.Unlock()
 		return true
 	}
-	batch, seeds := s.pending, s.unseeded
-	s.pending, s.sending, s.unseeded = map[pendingKey]float64{}, batch, map[pendingKey]float64{}
+	if s.batch == nil && len(s.pending) > 0 {
+		s.pushes++
+		s.batch = &batch{n: s.pushes, spend: s.pending}
+		s.pending = map[pendingKey]float64{}
+	}
+	b, seeds := s.batch, s.unseeded
+	s.unseeded = map[pendingKey]float64{}
 	s.mu.Unlock()
-	err := s.push(seeds, batch)
+	err := s.push(seeds, b)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sending = nil
 	if err != nil {
-		for k, v := range batch { // back in line for the next try
-			s.pending[k] += v
-		}
-		for k, v := range seeds {
+		for k, v := range seeds { // back in line for the next try
 			s.unseeded[k] = v
 		}
+		return false
 	}
+	s.batch = nil
 	return s.settled()
 }
 
 // settled says Redis has taken everything: no spend and no seed pending.
-func (s *Spend) settled() bool { return len(s.pending) == 0 && len(s.unseeded) == 0 }
+func (s *Spend) settled() bool { return s.batch == nil && len(s.pending) == 0 && len(s.unseeded) == 0 }
 
-// push seeds the totals Redis has none of yet and adds batch to the shared
-// totals, in one transaction (the seeds first: a total's own spend must not
-// make it exist before its seed).
-func (s *Spend) push(seeds, batch map[pendingKey]float64) error {
+// pushScript seeds the totals Redis has none of yet, then adds a batch to the
+// shared totals unless Redis took it already: it keeps the number of the last
+// batch it took from each replica.
+// KEYS[1] the replica's last batch number; KEYS[2..] the seeds', then the batch's totals.
+// ARGV batch number (0: none), its key's TTL (s), the seeds' count; then amount, TTL (s) per total.
+var pushScript = redis.NewScript(`
+local seeds = tonumber(ARGV[3])
+for i = 1, seeds do
+  redis.call('SET', KEYS[i + 1], ARGV[2 + 2 * i], 'NX', 'EX', ARGV[3 + 2 * i])
+end
+if tonumber(redis.call('GET', KEYS[1]) or '0') >= tonumber(ARGV[1]) then return 0 end
+for i = seeds + 1, #KEYS - 1 do
+  redis.call('INCRBYFLOAT', KEYS[i + 1], ARGV[2 + 2 * i])
+  redis.call('EXPIRE', KEYS[i + 1], ARGV[3 + 2 * i])
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return 1
+`)
+
+// push runs pushScript: the seeds first (a total's own spend must not make it
+// exist before its seed), then b (nil: none).
+func (s *Spend) push(seeds map[pendingKey]float64, b *batch) error {
+	keys := []string{s.c.key("spend", "pushed", s.replica)}
+	args := []any{0, int64(ttl(usage.PeriodMonth) / time.Second), len(seeds)}
+	add := func(k pendingKey, usd float64) {
+		keys = append(keys, s.key(k.key, k.period, k.start))
+		args = append(args, strconv.FormatFloat(usd, 'g', -1, 64), int64(ttl(k.period)/time.Second))
+	}
+	for k, usd := range seeds {
+		add(k, usd)
+	}
+	if b != nil {
+		args[0] = b.n
+		for k, usd := range b.spend {
+			add(k, usd)
+		}
+	}
 	return s.c.call(context.Background(), "spend", func(ctx context.Context) error {
-		_, err := s.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			for k, usd := range seeds {
-				p.SetNX(ctx, s.key(k.key, k.period, k.start), strconv.FormatFloat(usd, 'g', -1, 64), ttl(k.period))
-			}
-			for k, usd := range batch {
-				rk := s.key(k.key, k.period, k.start)
-				p.IncrByFloat(ctx, rk, usd)
-				p.Expire(ctx, rk, ttl(k.period))
-			}
-			return nil
-		})
-		return err
+		return pushScript.Run(ctx, s.c.rdb, keys, args...).Err()
 	})
 }
 
@@ -214,7 +255,10 @@ func (s *Spend) Get(key, period string, start time.Time) float64 {
 	}
 	s.mu.Lock()
 	k := pendingKey{key, period, start}
-	v += s.pending[k] + s.sending[k] // this replica's spend not taken yet (or being taken: counted twice, briefly, rather than not at all)
+	v += s.pending[k] // this replica's spend not taken yet (or being taken: counted twice, briefly, rather than not at all)
+	if s.batch != nil {
+		v += s.batch.spend[k]
+	}
 	s.mu.Unlock()
 	return max(v, s.local.Get(key, period, start)) // never less than what this replica saw itself
 }

@@ -100,7 +100,7 @@ func TestSpendCountsAPushUnderWay(t *testing.T) {
 	require.Eventually(t, func() bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		return a.sending != nil
+		return a.batch != nil
 	}, 5*time.Second, time.Millisecond, "the push is under way")
 	require.GreaterOrEqual(t, a.Get("key_6", usage.PeriodDay, day), 6-1e-9, "5 in Redis, 1 being sent")
 	require.True(t, <-pushed)
@@ -124,4 +124,24 @@ func TestASeedRedisMissedAtStartIsGivenLater(t *testing.T) {
 	require.InDelta(t, 3, b.Get("key_7", usage.PeriodDay, day), 1e-9, "the stored 2 and the new 1")
 	b.Seed("key_7", usage.PeriodDay, day, 2) // a replica starting now finds the total there
 	require.InDelta(t, 3, b.Get("key_7", usage.PeriodDay, day), 1e-9)
+}
+
+// A push whose answer came after the client's timeout was taken all the same:
+// sending that spend again must not count it twice.
+func TestAPushWhoseAnswerWasLostIsCountedOnce(t *testing.T) {
+	srv := redistest.New(t)
+	c, slow := slowAnswers(t, srv, Allow)
+	a, b := newSpend(t, c), newSpend(t, open(t, srv, Allow))
+	day := usage.PeriodStart(usage.PeriodDay, time.Now())
+	a.Add("key_8", usage.PeriodDay, day, 0.25)
+	require.True(t, a.Push())
+	slow.Store(true)
+	a.Add("key_8", usage.PeriodDay, day, 1)
+	require.False(t, a.Push(), "the answer came too late")
+	a.Add("key_8", usage.PeriodDay, day, 0.5) // spend after the lost push
+	require.InDelta(t, 1.75, a.Get("key_8", usage.PeriodDay, day), 1e-9, "counted while unacknowledged")
+	slow.Store(false)
+	require.Eventually(t, a.Push, 10*time.Second, 50*time.Millisecond, "pushed once Redis answers in time")
+	require.InDelta(t, 1.75, b.Get("key_8", usage.PeriodDay, day), 1e-9, "the lost push's spend is counted once")
+	require.InDelta(t, 1.75, a.Get("key_8", usage.PeriodDay, day), 1e-9)
 }
