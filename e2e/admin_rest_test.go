@@ -225,6 +225,13 @@ func TestAdminRESTErrors(t *testing.T) {
 		{"delete unknown", http.MethodDelete, "/admin/v1/virtual_models/up/nope", "", http.StatusNotFound, ""},
 		{"body over max_body_bytes", http.MethodPut, "/admin/v1/virtual_models",
 			`{"virtual_model":{"source":"x","targets":[{"model":"up/gpt-4o"}]},"pad":"` + strings.Repeat("x", 9<<20) + `"}`, http.StatusRequestEntityTooLarge, ""},
+		// Past grpc-go's 4 MiB message bound, within max_body_bytes: the check answers
+		// (it was a 429 rate_limit_error naming grpc's bound).
+		{"a body of 5 MB", http.MethodPost, "/admin/v1/keys", `{"name":"` + strings.Repeat("x", 5<<20) + `","models":["*"]}`,
+			http.StatusBadRequest, "name"},
+		{"a method the route does not take", http.MethodDelete, "/admin/v1/keys", "", http.StatusMethodNotAllowed, ""},
+		{"a method the route does not take, with a body", http.MethodPost, "/admin/v1/virtual_models",
+			`{"virtual_model":{"source":"x","targets":[{"model":"up/gpt-4o"}]}}`, http.StatusMethodNotAllowed, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -236,8 +243,26 @@ func TestAdminRESTErrors(t *testing.T) {
 			if tc.param != "" {
 				require.Equal(t, tc.param, e["param"])
 			}
+			if tc.status < 500 {
+				require.NotEqual(t, "server_error", e["type"], "a client's fault: %v", e)
+			}
 		})
 	}
+	t.Run("a form POST to a route that only reads is not a read", func(t *testing.T) {
+		// curl -d sends a form's content type: grpc-gateway's path-length fallback
+		// served it as the GET, a 200 for a write that never happened.
+		req, err := http.NewRequest(http.MethodPost, "http://"+g.app.HTTPAddr()+"/admin/v1/virtual_models",
+			strings.NewReader(`{"virtual_model":{"source":"viapost","targets":[{"model":"up/gpt-4o"}]}}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer sk-admin")
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+		code, _ := adminREST(t, g, http.MethodGet, "/admin/v1/virtual_models/viapost", "")
+		require.Equal(t, http.StatusNotFound, code)
+	})
 }
 
 // adminMethods lists AdminService's RPCs.

@@ -38,6 +38,18 @@ func setErrorHeaders(h http.Header, e openAIError) {
 	h.Set("Content-Type", "application/json")
 }
 
+// routingError answers a request no route serves: a method the path does not
+// take is 405 (grpc-gateway's own answer is a 501 server_error), anything else
+// as grpc-gateway says.
+func routingError(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, code int) {
+	if code != http.StatusMethodNotAllowed {
+		runtime.DefaultRoutingErrorHandler(ctx, mux, m, w, r, code)
+		return
+	}
+	writeError(w, statusOf(apiError{httpStatus: http.StatusMethodNotAllowed, errType: "invalid_request_error",
+		code: "method_not_allowed", message: r.Method + " is not a method " + r.URL.Path + " takes"}))
+}
+
 // gatewayErrorHandler is grpc-gateway's error hook: every REST error, routing
 // errors included, leaves as an OpenAI error body.
 func gatewayErrorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, _ *http.Request, err error) {

@@ -46,6 +46,10 @@ func newREST(ctx context.Context, conn *grpc.ClientConn, opt restOptions) (http.
 	mux := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, jsonMarshaler{log: opt.log}),
 		runtime.WithErrorHandler(gatewayErrorHandler),
+		runtime.WithRoutingErrorHandler(routingError),
+		// A POST with a form's content type is not read as the GET its path
+		// also serves (grpc-gateway's fallback answered a write with a read).
+		runtime.WithDisablePathLengthFallback(),
 		// SDKs escape the "/" of "provider/model" in paths (/v1/models/up%2Fgpt-4o).
 		runtime.WithUnescapingMode(runtime.UnescapingModeAllCharacters),
 		runtime.WithIncomingHeaderMatcher(incomingHeader),

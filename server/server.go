@@ -214,7 +214,11 @@ func New(cfg Config) (*Server, error) {
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING) // until Serve finds it ready
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
-	gw := grpc.NewServer(opts...)
+	// The in-process connection carries REST bodies the front has bounded
+	// (max_body_bytes): grpc-go's own 4 MiB bound would refuse a body the front
+	// took, as a 429 (ResourceExhausted).
+	msgLimit := int(max(64<<20, 2*cfg.MaxBodyBytes))
+	gw := grpc.NewServer(slices.Concat(opts, []grpc.ServerOption{grpc.MaxRecvMsgSize(msgLimit)})...)
 	register(gw)
 
 	s := &Server{cfg: cfg, grpc: gs, gateway: gw, health: hs, internal: bufconn.Listen(1 << 20), drain: drain,
@@ -223,7 +227,7 @@ func New(cfg Config) (*Server, error) {
 	conn, err := grpc.NewClient("passthrough:///switchyard-internal",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return s.internal.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(msgLimit), grpc.MaxCallSendMsgSize(msgLimit)))
 	if err != nil {
 		return nil, err
 	}
