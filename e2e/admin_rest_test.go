@@ -407,3 +407,16 @@ func TestTextThatIsNotUTF8InAPathOrAQuery(t *testing.T) {
 		})
 	}
 }
+
+// TestATripWithoutAModelOnPerModelBreakers: with breakers per model, a trip that
+// names no model is a 400 naming model (it was a 200 that tripped a breaker no
+// call consults, while traffic kept flowing).
+func TestATripWithoutAModelOnPerModelBreakers(t *testing.T) {
+	t.Parallel()
+	g := start(t, keysYAML, withYAML("resilience:\n  circuit_breaker:\n    scope: model\n"))
+	code, body := adminREST(t, g, http.MethodPost, "/admin/v1/breakers:trip", `{"provider":"up","duration":"10m"}`)
+	require.Equal(t, http.StatusBadRequest, code, "%v", body)
+	require.Equal(t, "model", body["error"].(map[string]any)["param"])
+	code, body = adminREST(t, g, http.MethodPost, "/admin/v1/breakers:trip", `{"provider":"up","model":"gpt-4o","duration":"10m"}`)
+	require.Equal(t, http.StatusOK, code, "%v", body)
+}

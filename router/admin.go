@@ -19,6 +19,9 @@ var (
 	ErrUnknownProvider = errors.New("unknown provider")
 	// ErrBreakerNotFound is returned for a model breaker that does not exist.
 	ErrBreakerNotFound = errors.New("circuit breaker not found")
+	// ErrBreakerModelNeeded refuses a trip without a model on a provider whose
+	// breakers are per model: it would trip a breaker no call consults.
+	ErrBreakerModelNeeded = errors.New("this provider's circuit breakers are per model (circuit_breaker.scope: model): name the model to trip")
 )
 
 // VirtualModel returns one virtual model by source.
@@ -138,8 +141,25 @@ func (r *Router) Breaker(provider, model string, create bool) (*resilience.Break
 	return bs.For(model)
 }
 
+// CheckTrip says whether TripBreaker(provider, model) would trip a breaker
+// calls consult: the provider is known, and a model is named where breakers
+// are per model.
+func (r *Router) CheckTrip(provider, model string) error {
+	t, ok := r.targets[provider]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownProvider, provider)
+	}
+	if model == "" && t.Guard.Breakers().Scope() == resilience.ScopeModel {
+		return ErrBreakerModelNeeded
+	}
+	return nil
+}
+
 // TripBreaker forces a breaker open for d (0: its configured timeout).
 func (r *Router) TripBreaker(provider, model string, d time.Duration) (resilience.Entry, error) {
+	if err := r.CheckTrip(provider, model); err != nil {
+		return resilience.Entry{}, err
+	}
 	b, err := r.Breaker(provider, model, true)
 	if err != nil {
 		return resilience.Entry{}, err

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -385,4 +386,21 @@ func TestReportMarksAKeepsFailingModelDegraded(t *testing.T) {
 	cancel()
 	_, _, _ = f.r.Chat(ctx, &pb.ChatCompletionRequest{Model: "b/m1"}, Call{})
 	require.Zero(t, status("b").RecentRequests, "a cancelled call is not a request to the provider")
+}
+
+// A trip without a model, on breakers that are per model, would trip a breaker
+// no call consults: it is refused, and nothing is tripped.
+func TestATripWithoutAModelOnPerModelBreakersIsRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	_, err := f.r.TripBreaker("a", "", time.Hour)
+	require.ErrorIs(t, err, ErrBreakerModelNeeded)
+	_, err = f.chat("a/m1")
+	require.NoError(t, err, "nothing was tripped")
+	_, err = f.r.TripBreaker("a", "m1", time.Hour)
+	require.NoError(t, err)
+	_, err = f.chat("a/m1")
+	require.Error(t, err, "a named model's breaker is tripped")
+	_, err = f.r.TripBreaker("zz", "", time.Hour)
+	require.ErrorIs(t, err, ErrUnknownProvider)
 }

@@ -97,6 +97,9 @@ func (s *adminService) TripBreaker(ctx context.Context, req *adminpb.TripBreaker
 			return nil, invalidRequest("duration", fmt.Sprintf("%q is not a duration (e.g. 90s, 10m)", req.GetDuration()))
 		}
 	}
+	if err := s.router.CheckTrip(req.GetProvider(), req.GetModel()); err != nil {
+		return nil, toStatus(s.log, err) // before the trip is shared with the other replicas
+	}
 	if s.breakers != nil {
 		if err := s.breakers.Trip(ctx, req.GetProvider(), req.GetModel(), d); err != nil {
 			return nil, toStatus(s.log, err)
