@@ -89,3 +89,56 @@ func TestLogOneLinePerFailover(t *testing.T) {
 	require.Len(t, logsSince(t, g, offset), 1)
 	t.Logf("plain success: %d bytes", len(ok))
 }
+
+// TestACallRefusedForItsBodyIsObserved: a call the REST front refuses before the
+// chain — its body too large, not JSON, nested too deep — has its request line
+// (its request id, its status, its key) and counts in switchyard_requests_total,
+// as every other end does. Before, such refusals left neither.
+func TestACallRefusedForItsBodyIsObserved(t *testing.T) {
+	t.Parallel()
+	g := start(t, keysYAML+"  max_body_bytes: 65536\n")
+	root := strings.TrimSuffix(g.base, "/v1")
+	big := `{"model":"up/gpt-4o","pad":"` + strings.Repeat("x", 70_000) + `"}`
+	deep := `{"model":"up/gpt-4o","messages":[{"role":"user","content":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}]}`
+	for _, tc := range []struct {
+		name, path, body string
+		status           int
+		endpoint         string
+	}{
+		{"chat, not JSON", "/v1/chat/completions", `{"model":`, http.StatusBadRequest, "CreateChatCompletion"},
+		{"chat, nested too deep", "/v1/chat/completions", deep, http.StatusBadRequest, "CreateChatCompletion"},
+		{"chat, too large", "/v1/chat/completions", big, http.StatusRequestEntityTooLarge, "CreateChatCompletion"},
+		{"embeddings, not JSON", "/v1/embeddings", `{"input":`, http.StatusBadRequest, "CreateEmbeddings"},
+		{"messages, too large", "/v1/messages", big, http.StatusRequestEntityTooLarge, "CreateMessage"},
+		{"passthrough, too large", "/p/up/files", big, http.StatusRequestEntityTooLarge, "Forward"},
+		{"admin, too large", "/admin/v1/keys", big, http.StatusRequestEntityTooLarge, "CreateKey"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "refused-" + strings.ReplaceAll(tc.name, " ", "-")
+			key := "sk-master"
+			if strings.HasPrefix(tc.path, "/admin/") {
+				key = "sk-admin"
+			}
+			before := scrape(t, g)
+			resp := post(t, root+tc.path, tc.body, "Authorization", "Bearer "+key, "X-Request-Id", id)
+			require.Equal(t, tc.status, resp.StatusCode)
+			require.Equal(t, id, resp.Header.Get("X-Request-Id"))
+			var line logRecord
+			for _, rec := range logsSince(t, g, 0) {
+				if rec["msg"] == "request" && rec["request_id"] == id {
+					line = rec
+				}
+			}
+			require.NotNil(t, line, "the refusal has its request line")
+			require.EqualValues(t, tc.status, line["status"], "%v", line)
+			after := scrape(t, g)
+			moved := 0.0
+			for series, v := range after {
+				if strings.HasPrefix(series, "switchyard_requests_total{") && strings.Contains(series, `endpoint="`+tc.endpoint+`"`) {
+					moved += v - before[series]
+				}
+			}
+			require.Equal(t, 1.0, moved, "switchyard_requests_total counts it")
+		})
+	}
+}

@@ -106,7 +106,8 @@ func unsupportedEndpoint(name, typ, what string) error {
 // and decoded here (a 400 naming the parameter when it cannot be), then the call
 // runs in process through the interceptor chain, as chat does.
 func (f *front) embeddings(w http.ResponseWriter, r *http.Request) {
-	body, ok := f.readBody(w, r)
+	const method = pb.EmbeddingService_CreateEmbeddings_FullMethodName
+	body, ok := f.readBody(w, r, method)
 	if !ok {
 		return
 	}
@@ -114,10 +115,10 @@ func (f *front) embeddings(w http.ResponseWriter, r *http.Request) {
 	if err := decodeSafely(f.log, "decoding a REST embeddings request", func() error {
 		return openaijson.UnmarshalEmbeddingsRequest(body, req)
 	}); err != nil {
-		writeError(w, toStatus(f.log, err))
+		writeError(w, f.refused(w, r, method, toStatus(f.log, err)))
 		return
 	}
-	sink := &headerSink{method: pb.EmbeddingService_CreateEmbeddings_FullMethodName}
+	sink := &headerSink{method: method}
 	ctx := grpc.NewContextWithServerTransportStream(incomingContext(r), sink)
 	info := &grpc.UnaryServerInfo{Server: f.in.embed, FullMethod: sink.method}
 	resp, err := f.in.unary(ctx, req, info, func(ctx context.Context, req any) (any, error) {

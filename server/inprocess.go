@@ -18,6 +18,8 @@ import (
 type inProcess struct {
 	unary  grpc.UnaryServerInterceptor
 	stream grpc.StreamServerInterceptor
+	// refuse observes a call refused before the chain (chain.refuse).
+	refuse func(ctx context.Context, method string, err error) error
 	chat   *chatService
 	embed  *embeddingService
 	pass   *passthroughService

@@ -428,6 +428,23 @@ func (c chain) keyTap() tap.ServerInHandle {
 	}
 }
 
+// refuse observes a call the REST front refused before the chain (its body too
+// large, too slow, unreadable, or not a request) as the chain observes any
+// call's end: request line, metrics, span; its caller and key as its
+// authorization names them (the front checked it). It returns err.
+func (c chain) refuse(ctx context.Context, method string, err error) error {
+	return c.observe(ctx, serverCall{method: method}, func(ctx context.Context) error {
+		if caller, key, aerr := c.adm.auth.identify(method, firstMD(ctx, mdAuthorization)); aerr == nil {
+			rep := reportOf(ctx)
+			rep.caller = caller
+			if key != nil {
+				rep.key = key.ID
+			}
+		}
+		return err
+	})
+}
+
 // withRequestIDDetail is err with request_id in its ErrorInfo's metadata.
 func withRequestIDDetail(err error, id string) error {
 	st := status.Convert(err)

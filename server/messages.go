@@ -54,7 +54,7 @@ func (f *front) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := f.bodyOf(w, r)
 	if err != nil {
-		writeMessagesError(w, err)
+		writeMessagesError(w, f.refused(w, r, method, err))
 		return
 	}
 	// The head is read here to pick the handler; a bad one is the handler's
@@ -68,7 +68,7 @@ func (f *front) messages(w http.ResponseWriter, r *http.Request) {
 		req.head, req.err = read(body)
 		return nil
 	}); perr != nil {
-		writeMessagesError(w, perr)
+		writeMessagesError(w, f.refused(w, r, method, perr))
 		return
 	}
 	ms := messagesService{f.in.chat}

@@ -60,7 +60,7 @@ func (f *front) passthrough(w http.ResponseWriter, r *http.Request) {
 	var body []byte
 	if r.Body != nil && r.Body != http.NoBody {
 		var ok bool
-		if body, ok = f.readBody(w, r); !ok {
+		if body, ok = f.readBody(w, r, passthroughMethod); !ok {
 			return
 		}
 	}

@@ -167,13 +167,14 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.passthrough(w, r)
 		return
 	}
-	if method, ok := adminBodyRoute(r.Method, r.URL.Path); ok && !f.authorized(w, r, method) {
+	method, ok := adminBodyRoute(r.Method, r.URL.Path)
+	if ok && !f.authorized(w, r, method) {
 		return
 	}
 	if r.Body != nil && r.Body != http.NoBody {
 		// Every body is bounded, admin ones too: read here, within the limit and the
 		// read deadline, so that grpc-gateway decodes bytes already checked.
-		body, ok := f.readBody(w, r)
+		body, ok := f.readBody(w, r, method)
 		if !ok {
 			return
 		}
@@ -243,9 +244,10 @@ func (f *front) chatCompletions(w http.ResponseWriter, r *http.Request) {
 // chatCompletionsIn is chatCompletions with the body's buffer; false when the
 // method panicked.
 func (f *front) chatCompletionsIn(w http.ResponseWriter, r *http.Request, ref bufpool.Ref) bool {
+	const method = pb.ChatService_CreateChatCompletion_FullMethodName
 	body, err := f.bodyInto(w, r, ref.Buf())
 	if err != nil {
-		writeError(w, err)
+		writeError(w, f.refused(w, r, method, err))
 		return true
 	}
 	if ref != (bufpool.Ref{}) {
@@ -255,7 +257,7 @@ func (f *front) chatCompletionsIn(w http.ResponseWriter, r *http.Request, ref bu
 	if err := decodeSafely(f.log, "decoding a REST chat request", func() error {
 		return openaijson.UnmarshalChat(body, req) // the conversation kept as bytes
 	}); err != nil {
-		writeError(w, toStatus(f.log, err))
+		writeError(w, f.refused(w, r, method, toStatus(f.log, err)))
 		return true
 	}
 	if req.GetStream() {
@@ -266,13 +268,29 @@ func (f *front) chatCompletionsIn(w http.ResponseWriter, r *http.Request, ref bu
 
 // readBody reads a request body within max_body_bytes and the read deadline; when
 // it cannot, it answers (413, 408 and close, or 400) and returns false.
-func (f *front) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+func (f *front) readBody(w http.ResponseWriter, r *http.Request, method string) ([]byte, bool) {
 	body, err := f.bodyOf(w, r)
 	if err != nil {
-		writeError(w, err)
+		writeError(w, f.refused(w, r, method, err))
 		return nil, false
 	}
 	return body, true
+}
+
+// refused observes a call the front refuses before the chain (its body too
+// large, too slow, unreadable, or not a request) as the chain observes any
+// call's end: its request line, metrics and span (chain.refuse), its
+// x-request-id on w. It returns err, for the caller to write in its surface's
+// shape. method "" (a route that has no method) is not observed.
+func (f *front) refused(w http.ResponseWriter, r *http.Request, method string, err error) error {
+	if method == "" {
+		return err
+	}
+	sink := &headerSink{method: method}
+	ctx := grpc.NewContextWithServerTransportStream(incomingContext(r), sink)
+	err = f.in.refuse(ctx, method, err)
+	copyHeaders(w, sink)
+	return err
 }
 
 // bodyOf is readBody's read: the error is the answer to give (a 408 also closes
