@@ -220,6 +220,10 @@ func TestStreamFailsOverBeforeTheFirstByte(t *testing.T) {
 		{"500 once", []fakeupstream.Reply{{Status: 500}}},
 		{"resets past the retries", []fakeupstream.Reply{{Reset: true}, {Reset: true}}},
 		{"in-band errors past the retries", []fakeupstream.Reply{{Events: []string{`{"error":{"message":"boom"}}`}}, {Events: []string{`{"error":{"message":"boom"}}`}}}},
+		// OpenRouter's shape: an error beside a choice finished with "error" (it was a
+		// 200 stream with nothing in it, and no failover).
+		{"error chunks with choices past the retries", []fakeupstream.Reply{{Events: []string{errorChunk}}, {Events: []string{errorChunk}}}},
+		{"choices finished with error past the retries", []fakeupstream.Reply{{Events: []string{finishedWithError}}, {Events: []string{finishedWithError}}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -411,4 +415,42 @@ func TestAResetAfterTheFinishChunkIsComplete(t *testing.T) {
 	require.NotContains(t, g.logs.String(), `"level":"WARN","msg":"request"`)
 	require.Equal(t, 2, strings.Count(g.logs.String(), `"msg":"request",`), "both requests logged")
 	require.Equal(t, 2, strings.Count(g.logs.String(), `"code":"OK","status":200`), "both a success")
+}
+
+// errorChunk is OpenRouter's mid-stream error: an error member beside a choice
+// finished with "error"; finishedWithError is the choice alone.
+const (
+	errorChunk = `{"id":"gen-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o",` +
+		`"error":{"code":502,"message":"Provider disconnected"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}`
+	finishedWithError = `{"id":"gen-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o",` +
+		`"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}`
+)
+
+// TestAnErrorChunkMidStreamEndsItIncomplete: after the first content, an error
+// chunk with choices (or a choice finished with "error") ends the stream with
+// the explicit error, on both surfaces: REST's stream_incomplete and no [DONE],
+// gRPC's error status. Before, it was relayed and the stream ended as complete.
+func TestAnErrorChunkMidStreamEndsItIncomplete(t *testing.T) {
+	t.Parallel()
+	head := `{"id":"gen-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":`
+	events := func(last string) []string {
+		return []string{head + `{"role":"assistant","content":""},"finish_reason":null}]}`,
+			head + `{"content":"Hello"},"finish_reason":null}]}`, last, "[DONE]"}
+	}
+	for _, tc := range []struct{ name, chunk string }{{"an error chunk with choices", errorChunk}, {"a choice finished with error", finishedWithError}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g := start(t, "")
+			g.up.Script(fakeupstream.Reply{Events: events(tc.chunk)})
+			text, done, incomplete := sseText(t, sseEvents(t, restStream(t, g, "up/gpt-4o", "")))
+			require.Equal(t, "Hello", text)
+			require.False(t, done, "no [DONE]")
+			require.True(t, incomplete, "stream_incomplete")
+
+			g.up.Script(fakeupstream.Reply{Events: events(tc.chunk)})
+			text, err, _ := grpcStreamText(t, g, "up/gpt-4o", nil)
+			require.Equal(t, "Hello", text)
+			require.Error(t, err, "the gRPC stream ends with an error status")
+		})
+	}
 }

@@ -102,15 +102,16 @@ func rawString(raw json.RawMessage) string {
 }
 
 // hiddenError turns a 200 body whose top level is {"error": …} into the error it
-// is: a status in error.code (number or numeric string) is kept, anything else is 502.
+// is: a status in error.code (number or numeric string) is kept, anything else is
+// 502. It does so with choices beside the error too (OpenRouter's mid-stream
+// error is a chunk with both, its choice finished with "error"), and for a
+// choice finished with "error" and no error member.
 func (c *Client) hiddenError(body []byte) *providers.Error {
 	if !looksLikeError(body) {
 		return nil
 	}
 	e := &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Kind: providers.KindHiddenError}
-	if !fillError(e, body) {
-		return nil
-	}
+	fillError(e, body)
 	if n, err := strconv.Atoi(e.Code); err == nil && n >= 400 && n <= 599 {
 		e.Status = n
 	}
@@ -120,8 +121,9 @@ func (c *Client) hiddenError(body []byte) *providers.Error {
 	return c.redact(e)
 }
 
-// looksLikeError is a cheap pre-check, run on every response and stream event: a
-// JSON object with an "error" member and no "choices".
+// looksLikeError reports whether a body is an error: a top-level error that is
+// not null, or a choice whose finish_reason is "error". A cheap pre-check runs
+// first, on every response and stream event.
 func looksLikeError(body []byte) bool {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' || !bytes.Contains(trimmed, []byte(`"error"`)) {
@@ -129,12 +131,28 @@ func looksLikeError(body []byte) bool {
 	}
 	var probe struct {
 		Error   json.RawMessage `json:"error"`
-		Choices json.RawMessage `json:"choices"`
+		Choices []struct {
+			FinishReason json.RawMessage `json:"finish_reason"`
+		} `json:"choices"`
 	}
 	if json.Unmarshal(body, &probe) != nil {
-		return false
+		var head struct { // choices of another shape: the error member alone decides
+			Error json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(body, &head) != nil {
+			return false
+		}
+		probe.Error = head.Error
 	}
-	return len(probe.Error) > 0 && string(probe.Error) != "null" && len(probe.Choices) == 0
+	if len(probe.Error) > 0 && string(probe.Error) != "null" {
+		return true
+	}
+	for _, ch := range probe.Choices {
+		if string(ch.FinishReason) == `"error"` {
+			return true
+		}
+	}
+	return false
 }
 
 // secretsOf lists what an upstream might echo that must never leave the
