@@ -454,3 +454,54 @@ func TestAnErrorChunkMidStreamEndsItIncomplete(t *testing.T) {
 		})
 	}
 }
+
+// TestAChoiceWithNoAnswerIsAnEmptyResponse: a non-stream 200 whose choices carry
+// no message, or only a role, and no finish_reason is an empty answer (502
+// empty_response, failed over), on both surfaces, as a stream with nothing but a
+// role chunk is. Before, it was a 200. An empty text with its finish, and text
+// without a finish, stay answers.
+func TestAChoiceWithNoAnswerIsAnEmptyResponse(t *testing.T) {
+	t.Parallel()
+	head := `{"id":"x","object":"chat.completion","created":1,"model":"gpt-4o","usage":{"prompt_tokens":1,"completion_tokens":0,"total_tokens":1},"choices":[`
+	for _, tc := range []struct {
+		name, choices string
+		answers       bool
+	}{
+		{"an empty choice", `{}`, false},
+		{"a null message", `{"index":0,"message":null}`, false},
+		{"a role alone", `{"index":0,"message":{"role":"assistant"}}`, false},
+		{"a role and empty text", `{"index":0,"message":{"role":"assistant","content":""}}`, false},
+		{"empty text with its finish", `{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"stop"}`, true},
+		{"text without a finish", `{"index":0,"message":{"role":"assistant","content":"hi"}}`, true},
+		{"a tool call without a finish", `{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g, _ := integrityChain(t, "", "resilience:\n  retry:\n    max_retries: 0\n")
+			g.up.SetDefault(fakeupstream.Reply{Body: head + tc.choices + `]}`})
+			resp := post(t, g.base+"/chat/completions", chatBody+`}`)
+			if tc.answers {
+				require.Equal(t, http.StatusOK, resp.StatusCode)
+			} else {
+				require.Equal(t, http.StatusBadGateway, resp.StatusCode)
+				var e errorBody
+				require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
+				require.Equal(t, "empty_response", *e.Error.Code)
+			}
+			want := "up/gpt-4o"
+			if !tc.answers {
+				want = "backup/gpt-4o-mini"
+			}
+			resp = post(t, g.base+"/chat/completions", strings.Replace(chatBody, "up/gpt-4o", "resilient-chat", 1)+`}`)
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			require.Equal(t, want, resp.Header.Get("X-Switchyard-Target"), "through the chain")
+
+			_, err := pb.NewChatServiceClient(g.conn).CreateChatCompletion(context.Background(), grpcReq())
+			if tc.answers {
+				require.NoError(t, err)
+			} else {
+				require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+			}
+		})
+	}
+}

@@ -329,7 +329,8 @@ func FuzzInspectCompletion(f *testing.F) {
 		choices, isList := top["choices"].([]any)
 		want.Complete = id && c.Object != "" && c.Model != "" && c.Created != 0 && c.Usage != nil && isList
 		for i, ch := range c.GetChoices() {
-			want.Complete = want.Complete && ch.GetMessage().GetRole() != "" && choices[i].(map[string]any)["index"] != nil
+			want.Complete = want.Complete && ch.GetMessage().GetRole() != "" && choices[i].(map[string]any)["index"] != nil &&
+				ch.GetFinishReason() != ""
 		}
 		want.Complete = faithfulVerdict(t, "InspectCompletion", data, want.Complete, info.Complete)
 		if info != want {

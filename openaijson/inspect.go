@@ -69,7 +69,8 @@ type CompletionInfo struct {
 	// Complete is set when it has every member a decoded completion would
 	// otherwise get filled in or written with its zero value (an id, a non-empty
 	// object and model, a non-zero created, a usage object, and in each choice
-	// an index and a message with a non-empty role) and its strings decode to
+	// an index, a message with a non-empty role and a non-empty finish_reason:
+	// a choice without one is checked for an answer once decoded) and its strings decode to
 	// themselves (faithful), so that its bytes say what the decoded and
 	// completed message would.
 	Complete bool
@@ -147,8 +148,8 @@ func inspect(data []byte, completion bool) (ChunkInfo, texts, error) {
 			return s.checkList(func() error {
 				nChoices++
 				if completion {
-					role, hasIndex, err := s.inspectCompletionChoice()
-					filled, indexes = filled && role, indexes && hasIndex
+					role, finished, hasIndex, err := s.inspectCompletionChoice()
+					filled, indexes = filled && role && finished, indexes && hasIndex
 					return err
 				}
 				hasIndex, index, finished, content, err := s.inspectChoice()
@@ -236,8 +237,8 @@ func (s *scanner) checkStrSet(nonEmpty bool) (bool, error) {
 }
 
 // inspectCompletionChoice checks a chat.completion's choice, noting whether it
-// has a message with a non-empty role, and its index.
-func (s *scanner) inspectCompletionChoice() (role, hasIndex bool, err error) {
+// has a message with a non-empty role, a non-empty finish_reason, and its index.
+func (s *scanner) inspectCompletionChoice() (role, finished, hasIndex bool, err error) {
 	err = s.object(func(k []byte) error {
 		switch string(k) {
 		case "index":
@@ -255,13 +256,15 @@ func (s *scanner) inspectCompletionChoice() (role, hasIndex bool, err error) {
 				return s.checkMessage(k)
 			})
 		case "finish_reason":
-			return s.checkStr()
+			var err error
+			finished, err = s.checkStrSet(true)
+			return err
 		case "logprobs":
 			return s.checkStruct()
 		}
 		return s.checkValue()
 	})
-	return role, hasIndex, err
+	return role, finished, hasIndex, err
 }
 
 // checkMessage checks a member of a ChatMessage other than role.

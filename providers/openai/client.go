@@ -218,6 +218,10 @@ func (c *Client) Chat(ctx context.Context, req *providers.Request) (*pb.ChatComp
 		return nil, &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Err: providers.ErrEmptyResponse,
 			Message: "provider returned no choices", Code: "empty_response", Kind: providers.KindNoChoices}
 	}
+	if !providers.Answers(out) {
+		return nil, &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Err: providers.ErrEmptyResponse,
+			Message: "provider returned choices with no message and no finish_reason", Code: "empty_response", Kind: providers.KindNoChoices}
+	}
 	normalize(out, req.Model)
 	return out, nil
 }
