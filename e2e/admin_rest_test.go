@@ -214,6 +214,8 @@ func TestAdminRESTErrors(t *testing.T) {
 			http.StatusBadRequest, "virtual_model.failover.tries"},
 		{"unknown budget period", http.MethodPost, "/admin/v1/keys", `{"name":"x","models":["*"],"budget_usd":10,"budget_period":"monthly"}`,
 			http.StatusBadRequest, "budget_period"},
+		{"expiry at Go's zero time", http.MethodPost, "/admin/v1/keys", `{"name":"x","models":["*"],"expires_at":"0001-01-01T00:00:00Z"}`,
+			http.StatusBadRequest, "expires_at"},
 		{"budget without a period", http.MethodPost, "/admin/v1/keys", `{"name":"x","models":["*"],"budget_usd":10}`, http.StatusBadRequest, "budget_period"},
 		{"NaN budget", http.MethodPost, "/admin/v1/keys", `{"name":"x","models":["*"],"budget_usd":"NaN","budget_period":"day"}`, http.StatusBadRequest, "budget_usd"},
 		{"max_attempts as a string", http.MethodPut, "/admin/v1/virtual_models", `{"virtual_model":{"source":"x","targets":[{"model":"up/gpt-4o"}],"failover":{"max_attempts":"2"}}}`, http.StatusBadRequest, "virtual_model.failover.max_attempts"},

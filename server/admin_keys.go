@@ -149,6 +149,9 @@ func timeOf(field, v string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, invalidRequest(field, "expected an RFC 3339 time such as 2026-12-31T23:59:59Z")
 	}
+	if t.IsZero() { // Go's zero time is a time, long past: it is not "" (none)
+		return time.Time{}, invalidRequest(field, "must be in the future")
+	}
 	return t, nil
 }
 
