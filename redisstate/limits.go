@@ -189,6 +189,7 @@ func (l *Limits) Admit(ctx context.Context, r limits.Request) (limits.Decision, 
 		return err
 	})
 	if err != nil {
+		l.abandon(ctx, r, lease, err)
 		if ctx.Err() != nil {
 			return limits.Decision{}, ctx.Err() // the caller left: not an outage
 		}
@@ -202,6 +203,20 @@ func (l *Limits) Admit(ctx context.Context, r limits.Request) (limits.Decision, 
 		d.Lease = lease
 	}
 	return d, nil
+}
+
+// abandon takes back what an admit whose answer never came (err) may have taken
+// all the same: Redis runs a call its client gave up on once it gets to it (a
+// stall, a slow command before it), and the lease it adds would hold a
+// concurrency slot for LeaseTTL. Once Redis answers again, a release gives back
+// the lease, its request and its tokens; it finds the lease only if the admit
+// ran, and otherwise gives back nothing. An admit without a concurrency limit
+// holds no lease to tell by: its charge, if it ran, ends with its minute.
+func (l *Limits) abandon(ctx context.Context, r limits.Request, lease string, err error) {
+	if r.Limits.MaxConcurrency <= 0 || unsent(err) {
+		return
+	}
+	l.retryLater(ctx, limits.Release{Subject: r.Subject, Limits: r.Limits, Lease: lease, TokenDelta: -r.Tokens, Undo: true, Now: r.Now})
 }
 
 // outage decides without Redis, by the policy.
@@ -243,12 +258,18 @@ func (l *Limits) Release(ctx context.Context, r limits.Release) error {
 	if err == nil || (r.Lease == "" && !unsent(err)) {
 		return err
 	}
+	l.retryLater(ctx, r)
+	return err
+}
+
+// retryLater retries r in the background (retryRelease), at most
+// maxPendingReleases at once.
+func (l *Limits) retryLater(ctx context.Context, r limits.Release) {
 	if l.pending.Add(1) <= maxPendingReleases {
 		go l.retryRelease(context.WithoutCancel(ctx), r)
 	} else {
 		l.pending.Add(-1)
 	}
-	return err
 }
 
 // errUnsent is a call not made: Redis is down and not due a probe.

@@ -366,3 +366,34 @@ func TestAReleaseWhoseAnswerWasLostIsTakenOnce(t *testing.T) {
 		})
 	}
 }
+
+// An admit whose answer came after the client's timeout ran in Redis all the
+// same: the lease it added is given back once Redis answers again, instead of
+// holding a concurrency slot for LeaseTTL.
+func TestAnAdmitWhoseAnswerWasLostHoldsNoSlot(t *testing.T) {
+	t.Parallel()
+	s := redistest.New(t)
+	c, slow := slowAnswers(t, s, Allow)
+	b := NewLimits(c).WithCallerClock()
+	l := limits.New(b, newClock())
+	ctx := context.Background()
+	lim := limits.Limits{MaxConcurrency: 2}
+	g, err := l.Admit(ctx, "a", lim, 0)
+	require.NoError(t, err)
+	require.NoError(t, g.Done(0), "the scripts are loaded before the answers slow down")
+
+	slow.Store(true)
+	g, err = l.Admit(ctx, "a", lim, 0) // Redis takes it; its answer comes too late: decided locally
+	require.NoError(t, err)
+	slow.Store(false)
+	require.NoError(t, g.Done(0))
+	require.Eventually(t, func() bool { return b.pending.Load() == 0 && !c.health.skip() }, 10*time.Second, 10*time.Millisecond,
+		"the lost admit's lease is given back, and Redis is asked again")
+	n, err := c.Redis().ZCard(ctx, b.keys("a")[1]).Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "no lease is left")
+	for range 2 {
+		_, err := l.Admit(ctx, "a", lim, 0)
+		require.NoError(t, err, "both slots are free")
+	}
+}
