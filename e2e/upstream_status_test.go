@@ -9,12 +9,15 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/switchyard/switchyard/gen/switchyard/v1"
+	"github.com/switchyard/switchyard/internal/fakeupstream"
 )
 
 // An upstream answer whose status is neither a success nor an error is the
@@ -87,4 +90,33 @@ func TestAnUpstreamStatusThatIsNeitherAnswerNorErrorIs502(t *testing.T) {
 	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
 	require.Zero(t, elsewhere.Load(), "nothing went to the redirect's Location")
 	require.True(t, strings.Contains(g.logs.String(), "check its base_url"), "the operator is told")
+}
+
+// TestAnErrorTextThatIsNotUTF8KeepsItsDetails: an upstream's error whose text is
+// not UTF-8 (a Latin-1 page) reaches a gRPC client with its ErrorInfo and its
+// Retry-After as RetryInfo, the text mended; grpc-go dropped every detail of a
+// status whose text was not UTF-8.
+func TestAnErrorTextThatIsNotUTF8KeepsItsDetails(t *testing.T) {
+	t.Parallel()
+	g := start(t, "", withYAML("resilience:\n  retry:\n    max_retries: 0\n"))
+	g.up.SetDefault(fakeupstream.Reply{Status: http.StatusTooManyRequests, Body: "Trop de requ\xeates, r\xe9essayez",
+		Header: map[string]string{"Content-Type": "text/plain; charset=iso-8859-1", "Retry-After": "120"}})
+	_, err := pb.NewChatServiceClient(g.conn).CreateChatCompletion(context.Background(), grpcReq())
+	st := status.Convert(err)
+	require.Equal(t, codes.ResourceExhausted, st.Code())
+	require.Contains(t, st.Message(), "Trop de requ\uFFFDtes")
+	var info *errdetails.ErrorInfo
+	var retry *errdetails.RetryInfo
+	for _, d := range st.Details() {
+		switch d := d.(type) {
+		case *errdetails.ErrorInfo:
+			info = d
+		case *errdetails.RetryInfo:
+			retry = d
+		}
+	}
+	require.NotNil(t, info, "the ErrorInfo is there")
+	require.Equal(t, "429", info.GetMetadata()["http_status"])
+	require.NotNil(t, retry, "the RetryInfo is there")
+	require.Equal(t, 120*time.Second, retry.GetRetryDelay().AsDuration())
 }

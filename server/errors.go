@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -138,6 +140,10 @@ func statusOf(e apiError) error {
 	if e.grpcCode != codes.OK {
 		code = e.grpcCode
 	}
+	// Text an upstream sent may not be UTF-8 (a Latin-1 error page): a status
+	// whose text is not is sent without its details by grpc-go, so it is mended
+	// here, as REST's JSON mends it.
+	e.message, e.errType, e.code, e.param = asUTF8(e.message), asUTF8(e.errType), asUTF8(e.code), asUTF8(e.param)
 	st := status.New(code, e.message)
 	md := map[string]string{"http_status": strconv.Itoa(e.httpStatus), "type": e.errType}
 	if e.code != "" {
@@ -160,6 +166,14 @@ func statusOf(e apiError) error {
 		st = d
 	}
 	return st.Err()
+}
+
+// asUTF8 is s with what is not UTF-8 replaced by U+FFFD.
+func asUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // typeForStatus is OpenAI's error "type" for a status.
