@@ -259,3 +259,25 @@ func TestUsageRetention(t *testing.T) {
 		return len(recs) == 1 && recs[0].(map[string]any)["request_id"] == "recent"
 	}, 10*time.Second, 20*time.Millisecond, "the 40-day-old record is pruned, the 10-day-old one kept")
 }
+
+// TestNegativeUsageCountsAsNone: an upstream that reports negative token counts
+// bills nothing for them: the caller's usage headers, the ledger's record and its
+// totals count them as 0, never as a negative cost (it was -1000 tokens and a
+// cost of -0.002 in the headers, and a negative total in the ledger).
+func TestNegativeUsageCountsAsNone(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	g := start(t, keysYAML+"  data_dir: "+dir+"\n", withYAML(usageYAML))
+	g.up.SetDefault(fakeupstream.Reply{Body: `{"id":"x","object":"chat.completion","created":1,"model":"gpt-4o",` +
+		`"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],` +
+		`"usage":{"prompt_tokens":-1000,"completion_tokens":-1000,"total_tokens":-2000}}`})
+	resp := post(t, g.base+"/chat/completions", chatBody+"}", "Authorization", "Bearer sk-master")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "0", resp.Header.Get("X-Switchyard-Prompt-Tokens"))
+	require.Equal(t, "0", resp.Header.Get("X-Switchyard-Completion-Tokens"))
+	require.NotContains(t, resp.Header.Get("X-Switchyard-Cost-Usd"), "-")
+	recs := waitRecords(t, g, 1)
+	raw, err := json.Marshal(recs)
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), ":-", "no negative count or cost in the ledger: %s", raw)
+}

@@ -131,6 +131,7 @@ func (c chain) admission(ctx context.Context, call serverCall, next func(context
 		return err
 	}
 	defer func() {
+		rep.trustUsage()
 		if r := recover(); r != nil { // a panic too releases its slot, counted as the Internal it is answered with
 			adm.end(ctx, rep.tokensIn+rep.tokensOut, rep.usage.ttft > 0, status.Error(codes.Internal, "internal error"))
 			panic(r)

@@ -109,6 +109,7 @@ func newReport(ctx context.Context) (context.Context, *report) {
 // finish logs the request's line and records its metrics.
 func (r *report) finish(ctx context.Context, log *slog.Logger, m *metrics.Metrics, method string, err error) {
 	latency := time.Since(r.start)
+	r.trustUsage()
 	endpoint := method[strings.LastIndexByte(method, '/')+1:]
 	code := status.Code(err)
 	httpStatus := http.StatusOK

@@ -312,6 +312,16 @@ type reportUsage struct {
 	vals [6]string
 }
 
+// trustUsage takes a negative count an upstream reported as none: no count is
+// below zero, and one would give tokens back to limits and take cost off the
+// ledger and the budgets. Run before anything reads the counts (the admission's
+// release, the call's end); running it again changes nothing.
+func (r *report) trustUsage() {
+	r.tokensIn, r.tokensOut = max(r.tokensIn, 0), max(r.tokensOut, 0)
+	u := &r.usage
+	u.total, u.cached, u.cacheWrite, u.reasoning = max(u.total, 0), max(u.cached, 0), max(u.cacheWrite, 0), max(u.reasoning, 0)
+}
+
 // attach makes the report collect what the ledger records (nothing without one).
 func (r *report) attach(l *usage.Ledger, virtual func(string) bool) {
 	if l == nil {
