@@ -12,8 +12,9 @@ import (
 // are relayed unread: a client reads block types Switchyard does not know.
 func CheckMessage(body []byte) error {
 	var m struct {
-		Type    string          `json:"type"`
-		Content json.RawMessage `json:"content"`
+		Type       string          `json:"type"`
+		Content    json.RawMessage `json:"content"`
+		StopReason *string         `json:"stop_reason"`
 	}
 	if err := json.Unmarshal(body, &m); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformed, err)
@@ -23,6 +24,10 @@ func CheckMessage(body []byte) error {
 	}
 	if len(m.Content) == 0 || m.Content[0] != '[' {
 		return fmt.Errorf("%w: a message without a list of content", ErrMalformed)
+	}
+	var blocks []json.RawMessage
+	if m.StopReason == nil && json.Unmarshal(m.Content, &blocks) == nil && len(blocks) == 0 {
+		return ErrEmptyMessage
 	}
 	return nil
 }

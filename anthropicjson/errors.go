@@ -54,6 +54,10 @@ func (e *APIError) Is(target error) bool { return target == ErrAPI }
 // sends wraps: not JSON, not the shape its type has, or out of order.
 var ErrMalformed = errors.New("malformed Anthropic message")
 
+// ErrEmptyMessage is a message with no content and no stop_reason: nothing was
+// answered.
+var ErrEmptyMessage = errors.New("the provider returned a message with no content and no stop_reason")
+
 // ParseError reads Anthropic's error body {"type":"error","error":{"type",
 // "message"}}; ok is false for anything else.
 func ParseError(body []byte) (typ, message string, ok bool) {

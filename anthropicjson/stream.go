@@ -25,7 +25,8 @@ import (
 //   - message_delta's stop_reason is the finish_reason chunk (FinishReason), an
 //     empty delta (and the matched stop_sequence as the choice's stop_reason, as
 //     ToCompletion writes it); message_stop then the usage chunk (choices [], usage as
-//     ToCompletion counts it) when IncludeUsage, and Complete reports true.
+//     ToCompletion counts it) when IncludeUsage, and Complete reports true (a
+//     message_stop before a stop_reason wraps ErrMalformed: the stream was cut).
 //
 // ping, citations and server tool blocks give nothing; an "error" event is an
 // *APIError; an event out of order or not JSON wraps ErrMalformed. Event types
@@ -106,7 +107,7 @@ func (t *ChunkTranslator) Translate(typ string, data []byte) ([]*pb.ChatCompleti
 	case EventMessageDelta:
 		return t.messageDelta(data)
 	case EventMessageStop:
-		return t.messageStop(), nil
+		return t.messageStop()
 	}
 	return nil, nil
 }
@@ -262,16 +263,15 @@ func (t *ChunkTranslator) messageDelta(data []byte) ([]*pb.ChatCompletionChunk, 
 	return out, nil
 }
 
-// messageStop ends the stream: the finish chunk if message_delta gave none
-// ("stop"), then the usage chunk when asked for.
-func (t *ChunkTranslator) messageStop() []*pb.ChatCompletionChunk {
+// messageStop ends the stream: the usage chunk when asked for. A message_stop
+// before message_delta gave the stop_reason is a stream cut short (Anthropic
+// always sends it): no finish is made up for it.
+func (t *ChunkTranslator) messageStop() ([]*pb.ChatCompletionChunk, error) {
+	if !t.finished {
+		return nil, fmt.Errorf("%w: message_stop before a stop_reason", ErrMalformed)
+	}
 	t.complete = true
 	var out []*pb.ChatCompletionChunk
-	if !t.finished {
-		t.finished = true
-		finish := FinishReason("")
-		out = t.one(&pb.ChatDelta{}, &finish)
-	}
 	if t.IncludeUsage {
 		u := t.usage
 		out = append(out, &pb.ChatCompletionChunk{
@@ -279,7 +279,7 @@ func (t *ChunkTranslator) messageStop() []*pb.ChatCompletionChunk {
 			Usage: completionUsage(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens),
 		})
 	}
-	return out
+	return out, nil
 }
 
 // one is a chunk of one choice (index 0) with delta and finish.

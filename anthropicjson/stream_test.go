@@ -250,13 +250,13 @@ func TestChunkTranslatorRedactedThinking(t *testing.T) {
 		toolStream[0],
 		{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"EmwK"}}`},
 		{"content_block_stop", `{"type":"content_block_stop","index":0}`},
+		{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}`},
 		{"message_stop", `{"type":"message_stop"}`},
 	}
 	chunks, tr := translate(t, events, false)
 	require.True(t, tr.Complete())
 	require.Len(t, chunks, 3)
 	require.JSONEq(t, `{"id":"msg_1","object":"chat.completion.chunk","created":1764590000,"model":"claude-x","choices":[{"index":0,"delta":{"thinking_blocks":[{"type":"redacted_thinking","data":"EmwK"}]}}]}`, chunks[1])
-	// message_stop without message_delta still finishes the choice.
 	require.JSONEq(t, `{"id":"msg_1","object":"chat.completion.chunk","created":1764590000,"model":"claude-x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, chunks[2])
 }
 
@@ -280,6 +280,11 @@ func TestChunkTranslatorFailures(t *testing.T) {
 		{"input_json_delta on a text block", []sseEvent{start, textStart, {"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{"}}`}}, ErrMalformed},
 		{"event after message_stop", []sseEvent{start, {"message_stop", `{"type":"message_stop"}`}, textStart}, ErrMalformed},
 		{"wrong shape", []sseEvent{start, {"message_delta", `{"type":"message_delta","delta":[]}`}}, ErrMalformed},
+		// Anthropic gives the stop_reason before message_stop: no finish is made up.
+		{"message_stop before a stop_reason", []sseEvent{start, {"message_stop", `{"type":"message_stop"}`}}, ErrMalformed},
+		{"message_stop after a null stop_reason", []sseEvent{start,
+			{"message_delta", `{"type":"message_delta","delta":{"stop_reason":null},"usage":{"output_tokens":0}}`},
+			{"message_stop", `{"type":"message_stop"}`}}, ErrMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -59,6 +59,9 @@ func ToCompletionAt(body []byte, now time.Time) (*pb.ChatCompletion, error) {
 	if r.Type != "message" {
 		return nil, fmt.Errorf("%w: type %q, not a message", ErrMalformed, r.Type)
 	}
+	if len(r.Content) == 0 && r.StopReason == nil {
+		return nil, ErrEmptyMessage
+	}
 	msg, err := completionMessage(r.Content)
 	if err != nil {
 		return nil, err

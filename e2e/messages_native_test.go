@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -38,6 +39,7 @@ func postRaw(t *testing.T, g *gateway, path, body string) (*http.Response, []byt
 	req, err := http.NewRequest(http.MethodPost, strings.TrimSuffix(g.base, "/v1")+path, strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("x-api-key", messagesKey)
+	req.Header.Set("Authorization", "Bearer "+messagesKey) // the chat routes read this one
 	req.Header.Set("anthropic-version", "2023-06-01")
 	req.Header.Set("content-type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
@@ -210,4 +212,71 @@ func TestMessagesNativeStreamCutAfterItsStopReasonIsComplete(t *testing.T) {
 	require.True(t, strings.HasSuffix(body, "event: message_stop\ndata: {\"type\":\"message_stop\"}"), body)
 	require.NotContains(t, body, "event: error")
 	require.EqualValues(t, "OK", findLine(t, g, "StreamMessage")["code"])
+}
+
+// TestAnAnthropicAnswerWithNoStopReasonIsNotASuccess: Anthropic gives every
+// answer its stop_reason (message_delta, before message_stop, in a stream). A
+// stream that stops without one was cut: before its first content it is a failed
+// attempt (failed over), after it it ends incomplete; a message with no content
+// and no stop_reason is an empty answer. Both surfaces; before, a finish "stop"
+// was made up and each passed as a success.
+func TestAnAnthropicAnswerWithNoStopReasonIsNotASuccess(t *testing.T) {
+	t.Parallel()
+	ev := fakeupstream.AnthropicEvent
+	start := ev("message_start", `{"type":"message_start","message":{"id":"msg_e","type":"message","role":"assistant","model":"`+claudeModel+
+		`","content":[],"stop_reason":null,"usage":{"input_tokens":3,"output_tokens":0}}}`)
+	stop := ev("message_stop", `{"type":"message_stop"}`)
+	text := []string{ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`),
+		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`),
+		ev("content_block_stop", `{"type":"content_block_stop","index":0}`)}
+	nullStop := ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":null},"usage":{"output_tokens":1}}`)
+	empty := `{"id":"msg_e","type":"message","role":"assistant","model":"` + claudeModel +
+		`","content":[],"stop_reason":null,"usage":{"input_tokens":3,"output_tokens":0}}`
+	chat := func(model string, stream bool) string {
+		return `{"model":"` + model + `","stream":` + fmt.Sprint(stream) + `,"messages":[{"role":"user","content":"hi"}]}`
+	}
+	native := func(model string, stream bool) string {
+		return `{"model":"` + model + `","max_tokens":50,"stream":` + fmt.Sprint(stream) + `,"messages":[{"role":"user","content":"hi"}]}`
+	}
+
+	t.Run("nothing but message_start and message_stop fails over", func(t *testing.T) {
+		t.Parallel()
+		g, anth := startNative(t)
+		anth.SetDefault(fakeupstream.Reply{Events: []string{start, stop}})
+		for _, path := range []string{"/v1/chat/completions", "/v1/messages"} {
+			body := chat("claude-first", true)
+			if path == "/v1/messages" {
+				body = native("claude-first", true)
+			}
+			resp, got := postRaw(t, g, path, body)
+			require.Equal(t, http.StatusOK, resp.StatusCode, string(got))
+			require.Equal(t, "up/gpt-4o", resp.Header.Get("X-Switchyard-Target"), "%s: %s", path, got)
+		}
+	})
+	t.Run("text then message_stop without a stop_reason ends incomplete", func(t *testing.T) {
+		t.Parallel()
+		g, anth := startNative(t)
+		for _, events := range [][]string{append(append([]string{start}, text...), stop), append(append([]string{start}, text...), nullStop, stop)} {
+			anth.SetDefault(fakeupstream.Reply{Events: events})
+			_, got := postRaw(t, g, "/v1/chat/completions", chat("anth/"+claudeModel, true))
+			require.Contains(t, string(got), "stream_incomplete")
+			require.NotContains(t, string(got), "[DONE]")
+			_, got = postRaw(t, g, "/v1/messages", native("anth/"+claudeModel, true))
+			require.Contains(t, string(got), "event: error")
+			require.NotContains(t, string(got), "event: message_stop\n")
+		}
+	})
+	t.Run("a message with no content and no stop_reason fails over", func(t *testing.T) {
+		t.Parallel()
+		g, anth := startNative(t)
+		anth.SetDefault(fakeupstream.Reply{Body: empty})
+		resp, got := postRaw(t, g, "/v1/chat/completions", chat("claude-first", false))
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(got))
+		require.Equal(t, "up/gpt-4o", resp.Header.Get("X-Switchyard-Target"))
+		resp, got = postRaw(t, g, "/v1/messages", native("claude-first", false))
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(got))
+		require.Equal(t, "up/gpt-4o", resp.Header.Get("X-Switchyard-Target"))
+		resp, got = postRaw(t, g, "/v1/messages", native("anth/"+claudeModel, false))
+		require.Equal(t, http.StatusBadGateway, resp.StatusCode, string(got))
+	})
 }

@@ -65,6 +65,10 @@ func (c *Client) answerError(what string, err error) error {
 	if errors.As(err, &ae) {
 		return c.hiddenError(ae)
 	}
+	if errors.Is(err, anthropicjson.ErrEmptyMessage) {
+		return &providers.Error{Provider: c.name, Status: http.StatusBadGateway, Err: providers.ErrEmptyResponse,
+			Message: "provider " + c.name + " returned a message with no content and no stop_reason", Code: "empty_response", Kind: providers.KindNoChoices}
+	}
 	return c.unreadable(what, err)
 }
 

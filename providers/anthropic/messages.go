@@ -55,7 +55,7 @@ func (c *Client) sendNative(ctx context.Context, path string, a providers.Attemp
 		return nil, c.hiddenError(&anthropicjson.APIError{Type: typ, Message: msg})
 	}
 	if err := check(answer); err != nil {
-		return nil, c.unreadable("returned an unreadable response", err)
+		return nil, c.answerError("returned an unreadable response", err)
 	}
 	return answer, nil
 }
@@ -172,6 +172,9 @@ func (s *eventStream) Next() (providers.Event, error) {
 	ev.Type = eventType(ev)
 	switch ev.Type {
 	case anthropicjson.EventMessageStop:
+		if !s.finished { // Anthropic gives the stop_reason first: the stream was cut
+			return providers.Event{}, s.conn.Incomplete(providers.StreamNoFinishReason, "message_stop came before a stop_reason")
+		}
 		s.complete = true
 	case anthropicjson.EventMessageDelta:
 		s.finished = s.finished || hasStopReason(ev.Data)
