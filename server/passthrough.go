@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/switchyard/switchyard/providers"
 	"github.com/switchyard/switchyard/router"
@@ -52,7 +54,13 @@ type passthroughService struct {
 
 // passthrough serves /p/{provider}/{path...}. The body is read within
 // max_body_bytes (it is replayed on retries); the answer is written by the
-// handler itself, inside the chain, so the request line logs its status.
+// handler itself, inside the chain, so the request line logs its status. An
+// answer that began but did not reach its end (the upstream cut it, the drain
+// ended it) aborts the connection once the chain has observed the call: its
+// status is out, and only a connection ended without a chunked body's last
+// chunk (or short of its Content-Length) tells the client it is incomplete.
+// The panic is raised here, outside the chain, whose recovery would take it
+// for a bug; net/http closes the connection on it and logs nothing.
 func (f *front) passthrough(w http.ResponseWriter, r *http.Request) {
 	if !f.authorized(w, r, passthroughMethod) {
 		return
@@ -67,20 +75,27 @@ func (f *front) passthrough(w http.ResponseWriter, r *http.Request) {
 	sink := &headerSink{method: passthroughMethod}
 	ctx := grpc.NewContextWithServerTransportStream(incomingContext(r), sink)
 	info := &grpc.UnaryServerInfo{Server: f.in.pass, FullMethod: passthroughMethod}
-	relayed := false
+	var rl relay
 	_, err := f.in.unary(ctx, nil, info, func(ctx context.Context, _ any) (any, error) {
-		return nil, f.in.pass.serve(ctx, w, r, body, sink, &relayed)
+		return nil, f.in.pass.serve(ctx, w, r, body, sink, &rl)
 	})
-	if err != nil && !relayed {
+	if rl.begun && !rl.whole {
+		panic(http.ErrAbortHandler)
+	}
+	if err != nil && !rl.begun {
 		copyHeaders(w, sink)
 		writeError(w, err)
 	}
 }
 
-// serve forwards one passthrough call. relayed is set once the upstream's answer
-// is being written: an error after it is only the request line's.
+// relay is how far a passthrough answer went: begun once the upstream's status
+// is written (an error after it is only the request line's and the record's),
+// whole once its body was relayed to its end.
+type relay struct{ begun, whole bool }
+
+// serve forwards one passthrough call, noting in rl how far its answer went.
 func (s *passthroughService) serve(ctx context.Context, w http.ResponseWriter, r *http.Request, body []byte,
-	sink *headerSink, relayed *bool) error {
+	sink *headerSink, rl *relay) error {
 	name, path := splitPassthrough(r.URL)
 	t, ok := s.targets[name]
 	if !ok {
@@ -108,12 +123,23 @@ func (s *passthroughService) serve(ctx context.Context, w http.ResponseWriter, r
 		return toStatus(s.log, err)
 	}
 	defer resp.Body.Close()
-	*relayed = true
+	rl.begun = true
 	copyHeaders(w, sink)
 	relayHeaders(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)
-	if cerr := s.copyBody(ctx, w, resp.Body); cerr != nil && ctx.Err() == nil {
-		s.log.Warn("passthrough answer cut short", "target", name, "error", cerr.Error(), "request_id", requestID(ctx))
+	upstream, cerr := s.copyBody(ctx, w, resp.Body)
+	switch {
+	case cerr == nil:
+		rl.whole = true
+	case ctx.Err() != nil: // the client went away, or the drain ended the call (drainStage says so)
+		return toStatus(s.log, ctx.Err())
+	case !upstream: // the client's connection failed, or it stopped reading
+		return status.Error(codes.Canceled, "the client stopped reading the answer before its end")
+	default:
+		// Named as a chat stream cut after its first byte is: the client has a
+		// status that promised an answer and got part of it.
+		return statusOf(apiError{httpStatus: http.StatusBadGateway, errType: "server_error", code: "stream_incomplete",
+			message: "provider " + name + " cut its answer short: " + cerr.Error()})
 	}
 	if resp.StatusCode >= 400 {
 		// For the request line and metrics only: the upstream's own answer was relayed.
@@ -163,28 +189,31 @@ func retriable(method string, idempotencyKey bool) bool {
 
 // copyBody streams the answer to the client, flushed after every read so that an
 // event stream reaches the client as it is sent; each write is bounded by the
-// front's boundedWriter, as every REST write is.
-func (s *passthroughService) copyBody(ctx context.Context, w http.ResponseWriter, body io.Reader) error {
+// front's boundedWriter, as every REST write is. An error says which side
+// broke the copy: upstream when the answer could not be read to its end (a
+// chunked body without its last chunk, a body short of its Content-Length, a
+// reset), else the client could not be written to.
+func (s *passthroughService) copyBody(ctx context.Context, w http.ResponseWriter, body io.Reader) (upstream bool, err error) {
 	rc := http.NewResponseController(w)
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := body.Read(buf)
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
-				return werr
+				return false, werr
 			}
 			if ferr := rc.Flush(); ferr != nil {
-				return ferr
+				return false, ferr
 			}
 		}
 		if errors.Is(err, io.EOF) {
-			return nil
+			return false, nil
 		}
 		if err != nil {
-			return err
+			return true, err
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return false, ctx.Err()
 		}
 	}
 }
