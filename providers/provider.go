@@ -145,8 +145,12 @@ type Embedder interface {
 // URL, Host and its own credentials; the caller has already removed the client's
 // credentials and hop-by-hop headers. Forward returns the upstream's response
 // whatever its status (the caller closes its body); an error means no response
-// arrived (a *Error with Transport or Timeout set).
+// arrived (a *Error with Transport or Timeout set). The answer is as the
+// upstream sent it: the caller redacts Secrets from what it relays.
 type Passthrough interface {
 	// Forward sends r (its URL path and query relative to the base URL) upstream.
 	Forward(ctx context.Context, a Attempt, r *http.Request) (*http.Response, error)
+	// Secrets are what of the provider's credentials an upstream might echo
+	// (see SecretsOf).
+	Secrets() Secrets
 }

@@ -2,11 +2,14 @@ package server
 
 import (
 	"bytes"
+	"compress/gzip"
+	"compress/zlib"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strings"
 	"time"
@@ -24,7 +27,8 @@ import (
 // configured provider's base URL, body and query byte for byte both ways (no JSON
 // processing; the answer is streamed as it arrives and flushed per read, SSE
 // included). The client's Switchyard key is removed and the provider's own
-// credentials added (providers.Passthrough). It passes the interceptor chain like
+// credentials added (providers.Passthrough), which are redacted from every
+// relayed header value and from an error answer's body. It passes the interceptor chain like
 // every inference call (auth with the master key, request id, log line, metrics,
 // drain), the provider account's own limits (providers.X.limits: a call at the
 // limit is a 429 with no upstream call), and the provider's guard: its breaker
@@ -125,9 +129,17 @@ func (s *passthroughService) serve(ctx context.Context, w http.ResponseWriter, r
 	defer resp.Body.Close()
 	rl.begun = true
 	copyHeaders(w, sink)
-	relayHeaders(w.Header(), resp.Header)
+	secrets := fw.Secrets()
+	relayHeaders(w.Header(), resp.Header, secrets)
+	answer := io.Reader(resp.Body)
+	if resp.StatusCode >= 400 && len(secrets) > 0 && r.Method != http.MethodHead {
+		// An error's text may echo the provider's credentials (a 401's
+		// "Incorrect API key provided: sk-…"); a success is the client's data,
+		// relayed byte for byte.
+		answer = redactError(w.Header(), resp.Body, secrets)
+	}
 	w.WriteHeader(resp.StatusCode)
-	upstream, cerr := s.copyBody(ctx, w, resp.Body)
+	upstream, cerr := s.copyBody(ctx, w, answer)
 	switch {
 	case cerr == nil:
 		rl.whole = true
@@ -216,6 +228,48 @@ func (s *passthroughService) copyBody(ctx context.Context, w http.ResponseWriter
 			return false, ctx.Err()
 		}
 	}
+}
+
+// redactError is an error answer's body with secrets redacted as it streams; h
+// is the answer's relayed headers. Its length may change: it goes without
+// Content-Length. A body in gzip or deflate is relayed decoded (the client
+// asked for it: it reads it too); one in an encoding not read here (br, zstd,
+// several) cannot be redacted and is not relayed: the status and headers are.
+func redactError(h http.Header, body io.Reader, secrets providers.Secrets) io.Reader {
+	h.Del("Content-Length")
+	enc := strings.ToLower(textproto.TrimString(h.Get("Content-Encoding")))
+	if enc == "" || enc == "identity" {
+		return secrets.Reader(body)
+	}
+	h.Del("Content-Encoding")
+	if enc == "gzip" || enc == "x-gzip" || enc == "deflate" {
+		return secrets.Reader(&decoded{enc: enc, r: body})
+	}
+	return http.NoBody
+}
+
+// decoded is a gzip or deflate (zlib) body, decoded; the decoder starts at the
+// first read, so that the answer's status is not held for the body's first
+// bytes. A body that does not decode is the upstream's broken answer.
+type decoded struct {
+	enc string
+	r   io.Reader
+	d   io.Reader
+}
+
+func (x *decoded) Read(p []byte) (int, error) {
+	if x.d == nil {
+		var err error
+		if x.enc == "deflate" {
+			x.d, err = zlib.NewReader(x.r)
+		} else {
+			x.d, err = gzip.NewReader(x.r)
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return x.d.Read(p)
 }
 
 // forward runs the call on the provider's target (router.Direct: its account

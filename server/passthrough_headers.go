@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/textproto"
 	"strings"
+
+	"github.com/switchyard/switchyard/providers"
 )
 
 // hopByHop are the headers that belong to one connection, not to the message
@@ -35,9 +37,10 @@ func forwardHeaders(in http.Header) http.Header {
 }
 
 // relayHeaders copies the upstream's response headers to dst: all but hop-by-hop
-// ones and providerPrivate. Switchyard's own (X-Request-Id, X-Switchyard-Target)
-// are already in dst and win.
-func relayHeaders(dst, src http.Header) {
+// ones and providerPrivate, each value with the provider's secrets redacted (an
+// upstream may echo its credentials in a debugging header). Switchyard's own
+// (X-Request-Id, X-Switchyard-Target) are already in dst and win.
+func relayHeaders(dst, src http.Header, secrets providers.Secrets) {
 	h := src.Clone()
 	dropHopByHop(h)
 	for _, k := range providerPrivate {
@@ -46,6 +49,9 @@ func relayHeaders(dst, src http.Header) {
 	for k, v := range h {
 		if _, ours := dst[k]; ours {
 			continue
+		}
+		for i := range v {
+			v[i] = secrets.String(v[i])
 		}
 		dst[k] = v
 	}

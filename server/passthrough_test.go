@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/switchyard/switchyard/providers"
 )
 
 func TestSplitPassthrough(t *testing.T) {
@@ -63,7 +65,8 @@ func TestHeadersBothWays(t *testing.T) {
 	dst := http.Header{"X-Request-Id": {"ours"}}
 	relayHeaders(dst, http.Header{"X-Request-Id": {"theirs"}, "Set-Cookie": {"a=b"}, "Openai-Organization": {"org"},
 		"Openai-Project": {"proj"}, "Www-Authenticate": {"Bearer"}, "Connection": {"X-Up"}, "X-Up": {"1"},
-		"Content-Type": {"text/event-stream"}, "X-Ratelimit-Limit-Requests": {"5000"}})
+		"Content-Type": {"text/event-stream"}, "X-Ratelimit-Limit-Requests": {"5000"},
+		"X-Debug": {"key sk-provider-key", "none"}}, providers.Secrets{"sk-provider-key"})
 	require.Equal(t, http.Header{"X-Request-Id": {"ours"}, "Content-Type": {"text/event-stream"},
-		"X-Ratelimit-Limit-Requests": {"5000"}}, dst)
+		"X-Ratelimit-Limit-Requests": {"5000"}, "X-Debug": {"key [redacted]", "none"}}, dst, "the provider's secrets redacted")
 }

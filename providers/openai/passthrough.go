@@ -49,3 +49,7 @@ func (c *Client) Forward(ctx context.Context, a providers.Attempt, r *http.Reque
 	}
 	return resp, nil
 }
+
+// Secrets are the provider's credentials an upstream might echo (secretsOf),
+// for the relay of a passthrough answer to redact.
+func (c *Client) Secrets() providers.Secrets { return c.secrets }
