@@ -231,6 +231,10 @@ func TestAdminRESTErrors(t *testing.T) {
 		// (it was a 429 rate_limit_error naming grpc's bound).
 		{"a body of 5 MB", http.MethodPost, "/admin/v1/keys", `{"name":"` + strings.Repeat("x", 5<<20) + `","models":["*"]}`,
 			http.StatusBadRequest, "name"},
+		{"a source past 256 bytes", http.MethodPut, "/admin/v1/virtual_models", `{"virtual_model":{"source":"` + strings.Repeat("x", 257) + `","targets":[{"model":"up/gpt-4o"}]}}`,
+			http.StatusBadRequest, "virtual_model.source"},
+		{"more than 64 targets", http.MethodPut, "/admin/v1/virtual_models", `{"virtual_model":{"source":"x","targets":[` +
+			strings.TrimSuffix(strings.Repeat(`{"model":"up/gpt-4o"},`, 65), ",") + `]}}`, http.StatusBadRequest, "virtual_model.targets"},
 		{"a method the route does not take", http.MethodDelete, "/admin/v1/keys", "", http.StatusMethodNotAllowed, ""},
 		{"a method the route does not take, with a body", http.MethodPost, "/admin/v1/virtual_models",
 			`{"virtual_model":{"source":"x","targets":[{"model":"up/gpt-4o"}]}}`, http.StatusMethodNotAllowed, ""},

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -303,6 +305,8 @@ func TestInvalidVirtualModels(t *testing.T) {
 		"defined twice":                         {chainVM("x", StrategyFailover, "a/m1"), chainVM("x", StrategyFailover, "b/m1")},
 		"unknown strategy":                      {chainVM("x", "random", "a/m1")},
 		"needs a target with a positive weight": {{Source: "x", Strategy: StrategyWeighted, Targets: []VirtualTarget{{Model: "a/m1"}}}},
+		"source is longer than 256 bytes":       {chainVM(strings.Repeat("x", 257), StrategyFailover, "a/m1")},
+		"more than 64":                          {chainVM("x", StrategyFailover, slices.Repeat([]string{"a/m1"}, 65)...)},
 	}
 	for want, vms := range cases {
 		t.Run(want, func(t *testing.T) {

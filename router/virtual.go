@@ -68,15 +68,32 @@ func (e *InvalidError) Error() string { return e.Reason }
 // Is matches ErrInvalidVirtualModel.
 func (e *InvalidError) Is(target error) bool { return target == ErrInvalidVirtualModel }
 
+// Bounds of a virtual model: its name is a model name a caller sends, and its
+// chain is walked on every call.
+const (
+	MaxSourceBytes = 256
+	MaxTargets     = 64
+)
+
 // compile checks vm against the known providers and builds its chain. Targets
 // always name provider models and are resolved directly, never through another
 // virtual model (even one that shadows the target's name), so chains cannot loop.
 func compile(vm VirtualModel, providers map[string]Target) (*chain, error) {
+	name := vm.Source
+	if len(name) > MaxSourceBytes {
+		name = name[:MaxSourceBytes] + "…"
+	}
 	bad := func(format string, args ...any) (*chain, error) {
-		return nil, &InvalidError{Reason: fmt.Sprintf("virtual model %q: ", vm.Source) + fmt.Sprintf(format, args...)}
+		return nil, &InvalidError{Reason: fmt.Sprintf("virtual model %q: ", name) + fmt.Sprintf(format, args...)}
 	}
 	if vm.Source == "" {
 		return bad("source is required")
+	}
+	if len(vm.Source) > MaxSourceBytes {
+		return bad("source is longer than %d bytes", MaxSourceBytes)
+	}
+	if len(vm.Targets) > MaxTargets {
+		return bad("has %d targets, more than %d", len(vm.Targets), MaxTargets)
 	}
 	if vm.Strategy == "" {
 		vm.Strategy = StrategyFailover

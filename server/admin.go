@@ -243,6 +243,12 @@ func specOf(in *adminpb.VirtualModel) (config.VirtualModel, error) {
 	if spec.Source == "" {
 		return spec, invalidRequest("virtual_model.source", "source is required")
 	}
+	if len(spec.Source) > router.MaxSourceBytes {
+		return spec, invalidRequest("virtual_model.source", fmt.Sprintf("source: at most %d bytes", router.MaxSourceBytes))
+	}
+	if len(in.GetTargets()) > router.MaxTargets {
+		return spec, invalidRequest("virtual_model.targets", fmt.Sprintf("at most %d targets", router.MaxTargets))
+	}
 	for _, t := range in.GetTargets() {
 		tgt := config.Target{Model: t.GetModel()}
 		if t.Weight != nil { // 0 given is 0 (a backup), as in the config file
