@@ -25,7 +25,12 @@ const bufSize = 32 << 10
 type Reader struct {
 	rd   *bufio.Reader
 	data bytes.Buffer
+	// begun is set once the first line was read (and its BOM, if any, dropped).
+	begun bool
 }
+
+// bom is the byte order mark the SSE standard ignores once at a stream's start.
+var bom = []byte("\xEF\xBB\xBF")
 
 // NewReader reads r through a pooled buffer; Release returns it.
 func NewReader(r io.Reader) Reader {
@@ -40,7 +45,8 @@ func Buffered(rd *bufio.Reader) Reader { return Reader{rd: rd} }
 // Next returns the next event that has data; io.EOF at the end. Data is valid
 // until the next call. An event cut off by the end of the stream (no blank line)
 // is returned with io.ErrUnexpectedEOF, one longer than MaxResponseBytes with
-// ErrEventTooLarge. Comments and the id and retry fields are skipped.
+// ErrEventTooLarge. Comments and the id and retry fields are skipped, and one
+// byte order mark at the stream's start.
 func (r *Reader) Next() (providers.Event, error) {
 	if r.rd == nil {
 		return providers.Event{}, io.EOF // released
@@ -71,6 +77,10 @@ func (r *Reader) Next() (providers.Event, error) {
 			return providers.Event{}, err
 		}
 		line = bytes.TrimRight(line, "\r\n")
+		if !r.begun { // one leading BOM is ignored (WHATWG HTML, server-sent events)
+			r.begun = true
+			line = bytes.TrimPrefix(line, bom)
+		}
 		if len(line) == 0 {
 			if r.data.Len() > 0 {
 				return providers.Event{Type: typ, Data: r.data.Bytes()}, nil

@@ -49,6 +49,11 @@ func TestReaderEvents(t *testing.T) {
 		{"cut before the blank line", "data: x\n", nil, io.ErrUnexpectedEOF},
 		{"long line through a small buffer", "data: " + strings.Repeat("z", 100) + "\n\n", []event{{"", strings.Repeat("z", 100)}}, io.EOF},
 		{"too large", "data: " + strings.Repeat("z", providers.MaxResponseBytes) + "\n\n", nil, ErrEventTooLarge},
+		{"a leading BOM is ignored", "\xEF\xBB\xBFdata: {\"a\":1}\n\ndata: [DONE]\n\n", []event{{"", `{"a":1}`}, {"", "[DONE]"}}, io.EOF},
+		{"a leading BOM before a long first line", "\xEF\xBB\xBFdata: " + strings.Repeat("z", 100) + "\n\n", []event{{"", strings.Repeat("z", 100)}}, io.EOF},
+		{"a leading BOM before the type", "\xEF\xBB\xBFevent: ping\ndata: x\n\n", []event{{"ping", "x"}}, io.EOF},
+		{"only one leading BOM is ignored", "\xEF\xBB\xBF\xEF\xBB\xBFdata: x\n\ndata: y\n\n", []event{{"", "y"}}, io.EOF},
+		{"a BOM after the start is not ignored", "data: x\n\n\xEF\xBB\xBFdata: y\n\n", []event{{"", "x"}}, io.EOF},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
