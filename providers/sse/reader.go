@@ -27,6 +27,14 @@ type Reader struct {
 	data bytes.Buffer
 	// begun is set once the first line was read (and its BOM, if any, dropped).
 	begun bool
+	// skipLF: the last line ended in a CR that was the last byte buffered; an
+	// LF that comes next is the rest of that CRLF, not another line end.
+	skipLF bool
+	// win is what Next has not read of the buffered bytes, used how many bytes
+	// before it Next has read: they are discarded once, when it returns or
+	// must wait for more.
+	win  []byte
+	used int
 }
 
 // bom is the byte order mark the SSE standard ignores once at a stream's start.
@@ -51,32 +59,30 @@ func (r *Reader) Next() (providers.Event, error) {
 	if r.rd == nil {
 		return providers.Event{}, io.EOF // released
 	}
+	r.win, _ = r.rd.Peek(r.rd.Buffered()) // what is buffered: never an error
+	ev, err := r.next()
+	r.rd.Discard(r.used) // the lines read: Pending looks past them
+	r.win, r.used = nil, 0
+	return ev, err
+}
+
+func (r *Reader) next() (providers.Event, error) {
 	r.data.Reset()
 	typ := ""
 	for {
-		line, err := r.rd.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A very long line: gather the rest of it, up to the bound.
-			full := append([]byte(nil), line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				if len(full)+r.data.Len() > providers.MaxResponseBytes {
-					return providers.Event{}, ErrEventTooLarge
-				}
-				line, err = r.rd.ReadSlice('\n')
-				full = append(full, line...)
-			}
-			line = full
-		}
+		line, err := r.line()
 		if len(line)+r.data.Len() > providers.MaxResponseBytes {
 			return providers.Event{}, ErrEventTooLarge
 		}
 		if err != nil {
+			if errors.Is(err, ErrEventTooLarge) {
+				return providers.Event{}, err
+			}
 			if len(line) > 0 || r.data.Len() > 0 {
 				return providers.Event{}, io.ErrUnexpectedEOF
 			}
 			return providers.Event{}, err
 		}
-		line = bytes.TrimRight(line, "\r\n")
 		if !r.begun { // one leading BOM is ignored (WHATWG HTML, server-sent events)
 			r.begun = true
 			line = bytes.TrimPrefix(line, bom)
@@ -97,6 +103,70 @@ func (r *Reader) Next() (providers.Event, error) {
 			typ = eventType(bytes.TrimPrefix(rest, []byte(" ")))
 		}
 	}
+}
+
+// line returns the next line without its end: CRLF, LF, or a CR alone (the SSE
+// standard's three). A CR that is the last byte buffered ends its line at once,
+// so that an event is not held back until the upstream's next bytes; an LF
+// those bytes begin with is skipped as the rest of that CRLF. At the stream's
+// end it returns what is left of a cut line with the error. A line longer than
+// the buffer is gathered up to the bound (ErrEventTooLarge). The line is valid
+// until the next read.
+func (r *Reader) line() ([]byte, error) {
+	var long []byte
+	for {
+		buf := r.win
+		if r.skipLF && len(buf) > 0 {
+			r.skipLF = false
+			if buf[0] == '\n' {
+				r.take(nil, nil, 1)
+				buf = r.win
+			}
+		}
+		// LF first: the common line ends (LF, CRLF) cost one more scan of the
+		// line, for a CR before its end.
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			switch j := bytes.IndexByte(buf[:i], '\r'); {
+			case j < 0:
+				return r.take(long, buf[:i], i+1), nil // LF
+			case j == i-1:
+				return r.take(long, buf[:j], i+1), nil // CRLF
+			default:
+				return r.take(long, buf[:j], j+1), nil // a CR alone, before the LF
+			}
+		}
+		if j := bytes.IndexByte(buf, '\r'); j >= 0 { // no LF buffered: a CR alone
+			r.skipLF = j == len(buf)-1
+			return r.take(long, buf[:j], j+1), nil
+		}
+		r.rd.Discard(r.used)
+		r.used = 0
+		if len(buf) == r.rd.Size() { // a very long line: gather it
+			if len(long)+len(buf)+r.data.Len() > providers.MaxResponseBytes {
+				return nil, ErrEventTooLarge
+			}
+			long = append(long, buf...)
+			r.rd.Discard(len(buf))
+			r.win = nil
+			continue
+		}
+		_, err := r.rd.Peek(len(buf) + 1) // wait for more
+		r.win, _ = r.rd.Peek(r.rd.Buffered())
+		if err != nil {
+			return r.take(long, r.win, len(r.win)), err
+		}
+	}
+}
+
+// take returns line, after long's start when there is one, and reads the n
+// bytes of the window it and its end take.
+func (r *Reader) take(long, line []byte, n int) []byte {
+	if long != nil {
+		line = append(long, line...)
+	}
+	r.win = r.win[n:]
+	r.used += n
+	return line
 }
 
 // knownTypes are the event types upstreams send, returned without allocating.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -54,6 +55,13 @@ func TestReaderEvents(t *testing.T) {
 		{"a leading BOM before the type", "\xEF\xBB\xBFevent: ping\ndata: x\n\n", []event{{"ping", "x"}}, io.EOF},
 		{"only one leading BOM is ignored", "\xEF\xBB\xBF\xEF\xBB\xBFdata: x\n\ndata: y\n\n", []event{{"", "y"}}, io.EOF},
 		{"a BOM after the start is not ignored", "data: x\n\n\xEF\xBB\xBFdata: y\n\n", []event{{"", "x"}}, io.EOF},
+		{"cr", "event: ping\rdata: x\r\rdata: y\r\r", []event{{"ping", "x"}, {"", "y"}}, io.EOF},
+		{"cr, several data lines", "data: a\rdata: b\r\r", []event{{"", "a\nb"}}, io.EOF},
+		{"cr, a long line through a small buffer", "data: " + strings.Repeat("z", 100) + "\r\r", []event{{"", strings.Repeat("z", 100)}}, io.EOF},
+		{"cr, a leading BOM", "\xEF\xBB\xBFdata: x\r\r", []event{{"", "x"}}, io.EOF},
+		{"cr, cut before the blank line", "data: x\r", nil, io.ErrUnexpectedEOF},
+		{"mixed line ends", "data: a\rdata: b\ndata: c\r\n\r\ndata: d\n\r", []event{{"", "a\nb\nc"}, {"", "d"}}, io.EOF},
+		{"cr then crlf is two line ends", "data: a\r\r\ndata: b\n\n", []event{{"", "a"}, {"", "b"}}, io.EOF},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,6 +69,71 @@ func TestReaderEvents(t *testing.T) {
 			got, err := readEvents(t, tc.in, 16)
 			require.ErrorIs(t, err, tc.err)
 			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// splitReader returns its pieces one per Read, then blocks until release is
+// closed (an upstream that has sent them and waits), then ends.
+type splitReader struct {
+	pieces  []string
+	release chan struct{}
+}
+
+func (s *splitReader) Read(p []byte) (int, error) {
+	if len(s.pieces) == 0 {
+		<-s.release
+		return 0, io.EOF
+	}
+	n := copy(p, s.pieces[0])
+	if s.pieces[0] = s.pieces[0][n:]; s.pieces[0] == "" {
+		s.pieces = s.pieces[1:]
+	}
+	return n, nil
+}
+
+// TestReaderLineEndsAcrossReads: a CR that ends one read and an LF that starts
+// the next are one CRLF, not two line ends; and an event whose blank line ends
+// in a CR is returned without waiting for the upstream's next bytes.
+func TestReaderLineEndsAcrossReads(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		pieces []string
+		want   []event
+	}{
+		{"crlf split inside an event", []string{"data: a\r", "\ndata: b\r\n\r\n"}, []event{{"", "a\nb"}}},
+		{"crlf split after the type", []string{"event: ping\r", "\ndata: x\r\n\r\n"}, []event{{"ping", "x"}}},
+		{"crlf split at the blank line", []string{"data: a\r\n\r", "\ndata: b\r\n\r\n"}, []event{{"", "a"}, {"", "b"}}},
+		{"crlf split at the 16-byte buffer's end", []string{"data: 123456789\r\ndata: 2\r\n\r\n"}, []event{{"", "123456789\n2"}}},
+		{"cr, the upstream then waits", []string{"data: a\r\r"}, []event{{"", "a"}}},
+		{"crlf whose last lf has not come", []string{"data: a\r\n\r"}, []event{{"", "a"}}},
+		{"a BOM split across reads", []string{"\xEF", "\xBB", "\xBFdata: a\n\n"}, []event{{"", "a"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			src := &splitReader{pieces: tc.pieces, release: make(chan struct{})}
+			defer close(src.release)
+			r := Buffered(bufio.NewReaderSize(src, 16))
+			got := make(chan []event, 1)
+			go func() {
+				var out []event
+				for range tc.want {
+					ev, err := r.Next()
+					if err != nil {
+						break
+					}
+					out = append(out, event{ev.Type, string(ev.Data)})
+				}
+				got <- out
+			}()
+			select {
+			case out := <-got:
+				require.Equal(t, tc.want, out)
+			case <-time.After(5 * time.Second):
+				t.Fatal("Next waited for bytes after a whole event")
+			}
 		})
 	}
 }
