@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,7 +24,7 @@ func (c *Client) Stream(ctx context.Context, req *providers.Request) (providers.
 		New: func(ctx context.Context) (*http.Request, error) {
 			return c.newRequest(ctx, http.MethodPost, c.endpoint(req.Model, "chat/completions"), c.upstreamBody(req, true), req)
 		},
-		Do: c.http.Do, TransportError: c.transportError, StatusError: c.parseError,
+		Do: c.http.Do, TransportError: c.transportError, StatusError: c.parseError, JSONAnswer: c.jsonAnswer,
 		FirstToken: c.cfg.FirstTokenTimeout,
 	})
 	if err != nil {
@@ -34,6 +35,19 @@ func (c *Client) Stream(ctx context.Context, req *providers.Request) (providers.
 		return nil, err
 	}
 	return s, nil
+}
+
+// errNotAStream is a 200 to a stream request that is JSON, not events.
+var errNotAStream = errors.New("Content-Type application/json, not text/event-stream")
+
+// jsonAnswer reads a 200 JSON answer to a stream request as Chat reads a 200
+// body: an error hidden in it keeps its status (a 429 stays retryable and
+// failover-eligible); anything else, a completion included, is unreadable.
+func (c *Client) jsonAnswer(body []byte) error {
+	if e := c.hiddenError(body); e != nil {
+		return e
+	}
+	return c.unreadable("answered JSON to a stream request", errNotAStream)
 }
 
 // newStream reads conn as a stream of n choices of model.

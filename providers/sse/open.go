@@ -2,7 +2,9 @@ package sse
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/switchyard/switchyard/providers"
@@ -21,6 +23,11 @@ type Request struct {
 	TransportError func(ctx context.Context, err error) error
 	// StatusError names a non-2xx answer from its first providers.MaxErrorBytes.
 	StatusError func(status int, h http.Header, body []byte) *providers.Error
+	// JSONAnswer names a 2xx answer whose Content-Type is application/json, not
+	// text/event-stream, from its first providers.MaxResponseBytes: an error
+	// hidden in it, or a reply to a request it took for a non-stream one. nil:
+	// the answer is read as events.
+	JSONAnswer func(body []byte) error
 	// FirstToken bounds the wait for the first content, headers included (0: none).
 	FirstToken time.Duration
 }
@@ -55,7 +62,25 @@ func Open(ctx context.Context, r Request) (*Conn, Deadline, error) {
 		cancel(nil)
 		return nil, Deadline{}, r.StatusError(resp.StatusCode, resp.Header, body)
 	}
+	if r.JSONAnswer != nil && isJSON(resp.Header.Get("Content-Type")) {
+		body, err := io.ReadAll(io.LimitReader(resp.Body, providers.MaxResponseBytes))
+		resp.Body.Close()
+		deadline.Stop()
+		if err != nil {
+			err = r.TransportError(sctx, err) // before cancel: it reads why sctx ended
+		} else {
+			err = r.JSONAnswer(body)
+		}
+		cancel(nil)
+		return nil, Deadline{}, err
+	}
 	return NewConn(sctx, cancel, resp.Body), deadline, nil
+}
+
+// isJSON reports whether a Content-Type is application/json, parameters aside.
+func isJSON(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
 }
 
 // Started ends the opening of a stream whose first content was read (err nil)
