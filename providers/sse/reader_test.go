@@ -2,10 +2,12 @@ package sse
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -193,4 +195,30 @@ func TestReaderAllocatesNothing(t *testing.T) {
 		})
 		require.Zero(t, got, ev)
 	}
+}
+
+// FuzzReader: how the stream's bytes arrive (one per read through a 16-byte
+// buffer, or all at once through the pooled size) never changes the events read
+// or how the stream ends: a CR that ends one read and an LF that starts the next
+// are one line end.
+func FuzzReader(f *testing.F) {
+	for _, seed := range []string{"data: a\r\ndata: b\r\n\r\n", "data: a\rdata: b\r\r", "\xEF\xBB\xBFdata: x\n\n", "event: ping\r\n\rdata: x\n\r\n", "data: x\r"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		read := func(r Reader) ([]event, error) {
+			var out []event
+			for {
+				ev, err := r.Next()
+				if err != nil {
+					return out, err
+				}
+				out = append(out, event{ev.Type, string(ev.Data)})
+			}
+		}
+		whole, wholeErr := read(Buffered(bufio.NewReaderSize(bytes.NewReader(data), bufSize)))
+		split, splitErr := read(Buffered(bufio.NewReaderSize(iotest.OneByteReader(bytes.NewReader(data)), 16)))
+		require.Equal(t, whole, split)
+		require.Equal(t, wholeErr, splitErr)
+	})
 }
