@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -63,7 +64,17 @@ func Open(ctx context.Context, r Request) (*Conn, Deadline, error) {
 		return nil, Deadline{}, r.StatusError(resp.StatusCode, resp.Header, body)
 	}
 	if r.JSONAnswer != nil && isJSON(resp.Header.Get("Content-Type")) {
-		body, err := io.ReadAll(io.LimitReader(resp.Body, providers.MaxResponseBytes))
+		// An event stream labelled JSON (it happens) is read as events: the
+		// body is JSON when it begins with an object or an array.
+		head, isJSONValue, err := peekJSON(resp.Body)
+		rest := io.MultiReader(bytes.NewReader(head), resp.Body)
+		if err == nil && !isJSONValue {
+			return NewConn(sctx, cancel, readCloser{rest, resp.Body}), deadline, nil
+		}
+		var body []byte
+		if err == nil {
+			body, err = io.ReadAll(io.LimitReader(rest, providers.MaxResponseBytes))
+		}
 		resp.Body.Close()
 		deadline.Stop()
 		if err != nil {
@@ -75,6 +86,37 @@ func Open(ctx context.Context, r Request) (*Conn, Deadline, error) {
 		return nil, Deadline{}, err
 	}
 	return NewConn(sctx, cancel, resp.Body), deadline, nil
+}
+
+// peekJSON reads the start of a body up to its first byte that is not white
+// space (at most 4 KiB) and says whether it begins a JSON object or array (an
+// event stream's lines begin with a field name or a colon); head is what it
+// read. The end of the body there is neither.
+func peekJSON(body io.Reader) (head []byte, isJSONValue bool, err error) {
+	buf := make([]byte, 0, 512)
+	for len(buf) < 4<<10 {
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if t := bytes.TrimLeft(buf, " \t\r\n"); len(t) > 0 {
+			return buf, t[0] == '{' || t[0] == '[', nil
+		}
+		if err == io.EOF {
+			return buf, false, nil
+		}
+		if err != nil {
+			return buf, false, err
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, make([]byte, cap(buf))...)[:len(buf)]
+		}
+	}
+	return buf, false, nil
+}
+
+// readCloser reads r and closes c.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // isJSON reports whether a Content-Type is application/json, parameters aside.
