@@ -42,6 +42,9 @@ func usageRange(start, end, since string, now time.Time) (time.Time, time.Time, 
 		if err != nil {
 			return time.Time{}, time.Time{}, invalidRequest("start_time", "start_time must be an RFC 3339 time such as 2026-12-01T00:00:00Z")
 		}
+		if !t.Before(to) {
+			return time.Time{}, time.Time{}, invalidRequest("start_time", "start_time must be before end_time (or now, without one)")
+		}
 		return t, to, nil
 	}
 	d := defaultUsageRange

@@ -38,3 +38,30 @@ func TestParseSince(t *testing.T) {
 		})
 	}
 }
+
+// A range that ends before it starts is the caller's mistake: a 400 naming
+// start_time, not an empty answer.
+func TestUsageRange(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name, start, end string
+		ok               bool
+	}{
+		{"start before end", "2026-12-01T00:00:00Z", "2026-12-02T00:00:00Z", true},
+		{"start before now", "2026-12-01T00:00:00Z", "", true},
+		{"start after end", "2026-12-02T00:00:00Z", "2026-12-01T00:00:00Z", false},
+		{"start at end", "2026-12-01T00:00:00Z", "2026-12-01T00:00:00Z", false},
+		{"start after now", "2026-12-04T00:00:00Z", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, _, err := usageRange(tc.start, tc.end, "", now)
+			if tc.ok {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, "start_time must be before")
+		})
+	}
+}
