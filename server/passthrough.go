@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
+	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
 	"context"
@@ -259,11 +261,17 @@ type decoded struct {
 
 func (x *decoded) Read(p []byte) (int, error) {
 	if x.d == nil {
-		var err error
-		if x.enc == "deflate" {
-			x.d, err = zlib.NewReader(x.r)
-		} else {
-			x.d, err = gzip.NewReader(x.r)
+		br := bufio.NewReader(x.r)
+		head, err := br.Peek(2)
+		switch {
+		case len(head) == 0 && errors.Is(err, io.EOF):
+			return 0, io.EOF // an empty body, labelled all the same: whole
+		case x.enc != "deflate":
+			x.d, err = gzip.NewReader(br)
+		case len(head) == 2 && head[0]&0x0f == 8 && (uint16(head[0])<<8|uint16(head[1]))%31 == 0:
+			x.d, err = zlib.NewReader(br) // HTTP's deflate: zlib, its header checked as RFC 1950 says
+		default:
+			x.d, err = flate.NewReader(br), nil // raw DEFLATE, which some servers send as deflate
 		}
 		if err != nil {
 			return 0, err

@@ -1,7 +1,12 @@
 package server
 
 import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"testing"
@@ -69,4 +74,48 @@ func TestHeadersBothWays(t *testing.T) {
 		"X-Debug": {"key sk-provider-key", "none"}}, providers.Secrets{"sk-provider-key"})
 	require.Equal(t, http.Header{"X-Request-Id": {"ours"}, "Content-Type": {"text/event-stream"},
 		"X-Ratelimit-Limit-Requests": {"5000"}, "X-Debug": {"key [redacted]", "none"}}, dst, "the provider's secrets redacted")
+}
+
+// An error answer's encoded body is decoded to be redacted: an empty one is
+// whole (a 429 with no body, labelled all the same), and deflate is read in both
+// the forms servers send it (zlib, as HTTP says, and raw DEFLATE).
+func TestRedactErrorDecodes(t *testing.T) {
+	t.Parallel()
+	secrets := providers.Secrets{"sk-0123456789"}
+	text := []byte("bad key sk-0123456789")
+	var gz, zl, raw bytes.Buffer
+	gw := gzip.NewWriter(&gz)
+	_, _ = gw.Write(text)
+	require.NoError(t, gw.Close())
+	zw := zlib.NewWriter(&zl)
+	_, _ = zw.Write(text)
+	require.NoError(t, zw.Close())
+	fw, err := flate.NewWriter(&raw, flate.DefaultCompression)
+	require.NoError(t, err)
+	_, _ = fw.Write(text)
+	require.NoError(t, fw.Close())
+	for _, tc := range []struct {
+		name, enc string
+		body      []byte
+		want      string
+	}{
+		{"empty gzip", "gzip", nil, ""},
+		{"empty deflate", "deflate", nil, ""},
+		{"gzip", "gzip", gz.Bytes(), "bad key [redacted]"},
+		{"deflate as zlib", "deflate", zl.Bytes(), "bad key [redacted]"},
+		{"deflate raw", "deflate", raw.Bytes(), "bad key [redacted]"},
+		{"identity", "", text, "bad key [redacted]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := http.Header{"Content-Length": {"0"}}
+			if tc.enc != "" {
+				h.Set("Content-Encoding", tc.enc)
+			}
+			got, err := io.ReadAll(redactError(h, bytes.NewReader(tc.body), secrets))
+			require.NoError(t, err)
+			require.Equal(t, tc.want, string(got))
+			require.Empty(t, h.Get("Content-Encoding"), "relayed decoded")
+		})
+	}
 }
