@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -414,15 +415,26 @@ func TestTextThatIsNotUTF8InAPathOrAQuery(t *testing.T) {
 	}
 }
 
-// TestATripWithoutAModelOnPerModelBreakers: with breakers per model, a trip that
-// names no model is a 400 naming model (it was a 200 that tripped a breaker no
-// call consults, while traffic kept flowing).
+// TestATripWithoutAModelOnPerModelBreakers: with breakers per model, a trip
+// that names no model drains the whole provider: its models' calls are refused
+// (503 circuit_breaker_open, failover-eligible), the listing shows the
+// provider's breaker open, and a reset ends it. It was a 200 that tripped a
+// breaker no call consults, while traffic kept flowing.
 func TestATripWithoutAModelOnPerModelBreakers(t *testing.T) {
 	t.Parallel()
 	g := start(t, keysYAML, withYAML("resilience:\n  circuit_breaker:\n    scope: model\n"))
+	auth := []string{"Authorization", "Bearer sk-master"}
+	require.Equal(t, http.StatusOK, post(t, g.base+"/chat/completions", chatBody+"}", auth...).StatusCode)
 	code, body := adminREST(t, g, http.MethodPost, "/admin/v1/breakers:trip", `{"provider":"up","duration":"10m"}`)
-	require.Equal(t, http.StatusBadRequest, code, "%v", body)
-	require.Equal(t, "model", body["error"].(map[string]any)["param"])
-	code, body = adminREST(t, g, http.MethodPost, "/admin/v1/breakers:trip", `{"provider":"up","model":"gpt-4o","duration":"10m"}`)
 	require.Equal(t, http.StatusOK, code, "%v", body)
+	resp := post(t, g.base+"/chat/completions", chatBody+"}", auth...)
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	var e errorBody
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
+	require.Equal(t, "circuit_breaker_open", *e.Error.Code)
+	_, list := adminREST(t, g, http.MethodGet, "/admin/v1/breakers", "")
+	require.Contains(t, fmt.Sprint(list), "BREAKER_STATE_OPEN")
+	code, body = adminREST(t, g, http.MethodPost, "/admin/v1/breakers:reset", `{"provider":"up"}`)
+	require.Equal(t, http.StatusOK, code, "%v", body)
+	require.Equal(t, http.StatusOK, post(t, g.base+"/chat/completions", chatBody+"}", auth...).StatusCode)
 }

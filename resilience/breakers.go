@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,6 +40,10 @@ type Breakers struct {
 	obs      Observer
 
 	shared *Breaker // provider scope, and calls without a model
+	// drained is when an admin trip of the whole provider ends, with breakers
+	// per model (unix ns; 0: none): until then every call gets the provider's
+	// breaker, open (TripAll).
+	drained atomic.Int64
 
 	mu     sync.Mutex
 	models map[string]*Breaker
@@ -66,6 +71,9 @@ func (bs *Breakers) For(model string) (*Breaker, error) {
 	if bs.settings.Scope != ScopeModel || model == "" {
 		return bs.shared, nil
 	}
+	if u := bs.drained.Load(); u != 0 && bs.clock.Now().UnixNano() < u {
+		return bs.shared, nil // the whole provider is tripped
+	}
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
 	if b, ok := bs.models[model]; ok {
@@ -92,6 +100,27 @@ func (bs *Breakers) For(model string) (*Breaker, error) {
 	b := bs.newBreaker(model)
 	bs.models[model] = b
 	return b, nil
+}
+
+// TripAll forces the whole provider open for d (0: the configured timeout):
+// the provider's breaker, and with breakers per model every model's calls too,
+// which get the provider's breaker until d has passed (then each model's own
+// again; the provider's goes half-open, as any tripped breaker does).
+func (bs *Breakers) TripAll(d time.Duration) {
+	if d <= 0 {
+		d = bs.settings.Timeout
+	}
+	bs.shared.Trip(d)
+	if bs.settings.Scope == ScopeModel {
+		bs.drained.Store(bs.clock.Now().Add(d).UnixNano())
+	}
+}
+
+// ResetAll ends TripAll: the provider's breaker is closed, and every model's
+// calls get their own breaker again.
+func (bs *Breakers) ResetAll() {
+	bs.drained.Store(0)
+	bs.shared.Reset()
 }
 
 // Scope is the scope the breakers were built with.
@@ -122,7 +151,10 @@ func (bs *Breakers) List() []Entry {
 	}
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
-	out := make([]Entry, 0, len(bs.models))
+	out := make([]Entry, 0, len(bs.models)+1)
+	if s := bs.shared.Snapshot(); s.State != Closed { // a trip of the whole provider (TripAll)
+		out = append(out, Entry{Provider: bs.provider, Snapshot: s})
+	}
 	for name, b := range bs.models {
 		out = append(out, Entry{Provider: bs.provider, Model: name, Snapshot: b.Snapshot()})
 	}

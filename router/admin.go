@@ -19,9 +19,6 @@ var (
 	ErrUnknownProvider = errors.New("unknown provider")
 	// ErrBreakerNotFound is returned for a model breaker that does not exist.
 	ErrBreakerNotFound = errors.New("circuit breaker not found")
-	// ErrBreakerModelNeeded refuses a trip without a model on a provider whose
-	// breakers are per model: it would trip a breaker no call consults.
-	ErrBreakerModelNeeded = errors.New("this provider's circuit breakers are per model (circuit_breaker.scope: model): name the model to trip")
 )
 
 // VirtualModel returns one virtual model by source.
@@ -141,24 +138,27 @@ func (r *Router) Breaker(provider, model string, create bool) (*resilience.Break
 	return bs.For(model)
 }
 
-// CheckTrip says whether TripBreaker(provider, model) would trip a breaker
-// calls consult: the provider is known, and a model is named where breakers
-// are per model.
+// CheckTrip says whether TripBreaker(provider, model) can be made: the
+// provider is known.
 func (r *Router) CheckTrip(provider, model string) error {
-	t, ok := r.targets[provider]
-	if !ok {
+	if _, ok := r.targets[provider]; !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownProvider, provider)
-	}
-	if model == "" && t.Guard.Breakers().Scope() == resilience.ScopeModel {
-		return ErrBreakerModelNeeded
 	}
 	return nil
 }
 
-// TripBreaker forces a breaker open for d (0: its configured timeout).
+// TripBreaker forces a breaker open for d (0: its configured timeout). Without
+// a model it is the whole provider's: with breakers per model, every model's
+// calls are refused until d has passed (resilience.Breakers.TripAll).
 func (r *Router) TripBreaker(provider, model string, d time.Duration) (resilience.Entry, error) {
 	if err := r.CheckTrip(provider, model); err != nil {
 		return resilience.Entry{}, err
+	}
+	if model == "" {
+		bs := r.targets[provider].Guard.Breakers()
+		bs.TripAll(d)
+		b, _ := bs.For("") // the provider's own
+		return r.entry(provider, "", b), nil
 	}
 	b, err := r.Breaker(provider, model, true)
 	if err != nil {
@@ -173,6 +173,10 @@ func (r *Router) ResetBreaker(provider, model string) (resilience.Entry, error) 
 	b, err := r.Breaker(provider, model, false)
 	if err != nil {
 		return resilience.Entry{}, err
+	}
+	if model == "" {
+		r.targets[provider].Guard.Breakers().ResetAll()
+		return r.entry(provider, model, b), nil
 	}
 	b.Reset()
 	return r.entry(provider, model, b), nil

@@ -392,19 +392,26 @@ func TestReportMarksAKeepsFailingModelDegraded(t *testing.T) {
 	require.Zero(t, status("b").RecentRequests, "a cancelled call is not a request to the provider")
 }
 
-// A trip without a model, on breakers that are per model, would trip a breaker
-// no call consults: it is refused, and nothing is tripped.
-func TestATripWithoutAModelOnPerModelBreakersIsRefused(t *testing.T) {
+// A trip without a model is the whole provider's: with breakers per model,
+// every model's calls are refused (none consulted the provider's own breaker,
+// so it tripped nothing), other providers' are not, and a reset ends it.
+func TestATripWithoutAModelTripsEveryModel(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	_, err := f.r.TripBreaker("a", "", time.Hour)
-	require.ErrorIs(t, err, ErrBreakerModelNeeded)
-	_, err = f.chat("a/m1")
-	require.NoError(t, err, "nothing was tripped")
-	_, err = f.r.TripBreaker("a", "m1", time.Hour)
+	e, err := f.r.TripBreaker("a", "", time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, resilience.Open, e.State)
+	for _, m := range []string{"a/m1", "a/m2"} {
+		_, err = f.chat(m)
+		require.ErrorIs(t, err, resilience.ErrBreakerOpen, m)
+	}
+	_, err = f.chat("b/m1")
+	require.NoError(t, err, "another provider's calls go on")
+	require.Equal(t, "", f.r.targets["a"].Guard.Breakers().List()[0].Model, "listed as the provider's")
+	_, err = f.r.ResetBreaker("a", "")
 	require.NoError(t, err)
 	_, err = f.chat("a/m1")
-	require.Error(t, err, "a named model's breaker is tripped")
+	require.NoError(t, err, "the reset ended it")
 	_, err = f.r.TripBreaker("zz", "", time.Hour)
 	require.ErrorIs(t, err, ErrUnknownProvider)
 }

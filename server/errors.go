@@ -94,8 +94,6 @@ func toStatus(log *slog.Logger, err error) error {
 	case errors.Is(err, router.ErrConfigManaged):
 		return statusOf(apiError{httpStatus: http.StatusConflict, grpcCode: codes.FailedPrecondition, message: err.Error(),
 			errType: "invalid_request_error", code: "config_managed"})
-	case errors.Is(err, router.ErrBreakerModelNeeded):
-		return invalidRequest("model", err.Error())
 	case errors.Is(err, router.ErrVirtualModelNotFound), errors.Is(err, router.ErrUnknownProvider),
 		errors.Is(err, router.ErrBreakerNotFound):
 		return statusOf(apiError{httpStatus: http.StatusNotFound, message: err.Error(), errType: "not_found_error", code: "not_found"})
