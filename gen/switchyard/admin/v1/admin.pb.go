@@ -313,7 +313,8 @@ type ResetBreakerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Configured provider name.
 	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
-	// Model, for model-scoped breakers.
+	// Model, for model-scoped breakers; empty resets the provider's own breaker
+	// and ends a trip of the whole provider.
 	Model         string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -414,7 +415,8 @@ type TripBreakerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Configured provider name.
 	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
-	// Model, for model-scoped breakers.
+	// Model, for model-scoped breakers; empty trips the whole provider (with
+	// model-scoped breakers, every model's calls are refused until it ends).
 	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
 	// How long to stay open, e.g. "10m"; empty = the configured timeout.
 	Duration      string `protobuf:"bytes,3,opt,name=duration,proto3" json:"duration,omitempty"`

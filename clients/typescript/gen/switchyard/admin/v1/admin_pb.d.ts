@@ -156,7 +156,8 @@ export declare type ResetBreakerRequest = Message<"switchyard.admin.v1.ResetBrea
   provider: string;
 
   /**
-   * Model, for model-scoped breakers.
+   * Model, for model-scoped breakers; empty resets the provider's own breaker
+   * and ends a trip of the whole provider.
    *
    * @generated from field: string model = 2;
    */
@@ -203,7 +204,8 @@ export declare type TripBreakerRequest = Message<"switchyard.admin.v1.TripBreake
   provider: string;
 
   /**
-   * Model, for model-scoped breakers.
+   * Model, for model-scoped breakers; empty trips the whole provider (with
+   * model-scoped breakers, every model's calls are refused until it ends).
    *
    * @generated from field: string model = 2;
    */
