@@ -311,3 +311,40 @@ func TestOutOfServiceIsABreakerFailure(t *testing.T) {
 		})
 	}
 }
+
+// TestTripAll: with breakers per model, a trip of the whole provider refuses
+// every model's calls until it runs out; a model's own breaker keeps its own
+// trips and resets meanwhile (an admin acting on one model does not end, cut or
+// lengthen the provider's trip); once it runs out the provider's breaker is
+// closed and no longer listed, as nothing else would move it on.
+func TestTripAll(t *testing.T) {
+	t.Parallel()
+	c := newFakeClock()
+	g := breakerGuard(c, func(b *BreakerSettings) { b.Scope = ScopeModel; b.Timeout = time.Minute })
+	bs := g.Breakers()
+	require.NoError(t, ok(g, "m1"))
+	bs.TripAll(time.Hour)
+	require.ErrorIs(t, ok(g, "m1"), ErrBreakerOpen)
+	require.ErrorIs(t, ok(g, "m2"), ErrBreakerOpen, "a model never seen before too")
+	require.Equal(t, "", bs.List()[0].Model, "the provider's trip is listed")
+
+	own, err := bs.Own("m1")
+	require.NoError(t, err)
+	own.Reset() // an admin resets one model during the provider's trip
+	require.ErrorIs(t, ok(g, "m2"), ErrBreakerOpen, "the provider's trip goes on")
+	own.Trip(2 * time.Hour)
+	c.Advance(time.Minute + time.Second)
+	require.ErrorIs(t, ok(g, "m2"), ErrBreakerOpen, "a model's trip does not cut the provider's")
+
+	c.Advance(time.Hour)
+	require.NoError(t, ok(g, "m2"), "the provider's trip ran out")
+	require.ErrorIs(t, ok(g, "m1"), ErrBreakerOpen, "m1's own trip outlasts it")
+	for _, e := range bs.List() {
+		require.NotEqual(t, "", e.Model, "the provider's breaker is closed and not listed: %+v", e)
+	}
+	require.Equal(t, Closed, bs.shared.Snapshot().State)
+
+	bs.TripAll(time.Hour)
+	bs.ResetAll()
+	require.NoError(t, ok(g, "m2"), "a reset of the provider ends its trip")
+}

@@ -68,11 +68,35 @@ func (bs *Breakers) newBreaker(model string) *Breaker {
 
 // For returns the breaker guarding model (the provider's own with provider scope).
 func (bs *Breakers) For(model string) (*Breaker, error) {
+	if bs.settings.Scope == ScopeModel && model != "" && bs.draining() {
+		return bs.shared, nil // the whole provider is tripped
+	}
+	return bs.Own(model)
+}
+
+// draining reports whether a trip of the whole provider (TripAll) is in force;
+// once it has run out, the provider's breaker is closed again: with breakers
+// per model no call consults it to move it on.
+func (bs *Breakers) draining() bool {
+	u := bs.drained.Load()
+	if u == 0 {
+		return false
+	}
+	if bs.clock.Now().UnixNano() < u {
+		return true
+	}
+	if bs.drained.CompareAndSwap(u, 0) {
+		bs.shared.Reset()
+	}
+	return false
+}
+
+// Own returns model's own breaker (the provider's with provider scope),
+// whatever trip of the whole provider is in force: the one an admin trip or
+// reset naming the model acts on.
+func (bs *Breakers) Own(model string) (*Breaker, error) {
 	if bs.settings.Scope != ScopeModel || model == "" {
 		return bs.shared, nil
-	}
-	if u := bs.drained.Load(); u != 0 && bs.clock.Now().UnixNano() < u {
-		return bs.shared, nil // the whole provider is tripped
 	}
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
@@ -149,10 +173,11 @@ func (bs *Breakers) List() []Entry {
 	if bs.settings.Scope != ScopeModel {
 		return []Entry{{Provider: bs.provider, Snapshot: bs.shared.Snapshot()}}
 	}
+	draining := bs.draining()
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
 	out := make([]Entry, 0, len(bs.models)+1)
-	if s := bs.shared.Snapshot(); s.State != Closed { // a trip of the whole provider (TripAll)
+	if s := bs.shared.Snapshot(); draining || s.State != Closed { // a trip of the whole provider (TripAll), or calls without a model
 		out = append(out, Entry{Provider: bs.provider, Snapshot: s})
 	}
 	for name, b := range bs.models {

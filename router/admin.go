@@ -135,7 +135,7 @@ func (r *Router) Breaker(provider, model string, create bool) (*resilience.Break
 	if !create && !bs.Has(model) {
 		return nil, fmt.Errorf("%w: provider %q model %q", ErrBreakerNotFound, provider, model)
 	}
-	return bs.For(model)
+	return bs.Own(model) // the model's own, during a trip of the whole provider too
 }
 
 // CheckTrip says whether TripBreaker(provider, model) can be made: the
@@ -157,7 +157,7 @@ func (r *Router) TripBreaker(provider, model string, d time.Duration) (resilienc
 	if model == "" {
 		bs := r.targets[provider].Guard.Breakers()
 		bs.TripAll(d)
-		b, _ := bs.For("") // the provider's own
+		b, _ := bs.Own("") // the provider's
 		return r.entry(provider, "", b), nil
 	}
 	b, err := r.Breaker(provider, model, true)

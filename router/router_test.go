@@ -398,9 +398,15 @@ func TestReportMarksAKeepsFailingModelDegraded(t *testing.T) {
 func TestATripWithoutAModelTripsEveryModel(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
+	_, err := f.chat("a/m1")
+	require.NoError(t, err)
 	e, err := f.r.TripBreaker("a", "", time.Hour)
 	require.NoError(t, err)
 	require.Equal(t, resilience.Open, e.State)
+	e, err = f.r.ResetBreaker("a", "m1") // one model's reset during the provider's trip
+	require.NoError(t, err)
+	require.Equal(t, "m1", e.Model)
+	require.Equal(t, resilience.Closed, e.State, "m1's own breaker")
 	for _, m := range []string{"a/m1", "a/m2"} {
 		_, err = f.chat(m)
 		require.ErrorIs(t, err, resilience.ErrBreakerOpen, m)
