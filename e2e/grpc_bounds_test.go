@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"net"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -117,4 +120,43 @@ func TestAGRPCConnectionHasItsBounds(t *testing.T) {
 		require.Equal(t, codes.Unauthenticated, status.Code(err), "%v", err)
 	})
 	alive(t, g)
+}
+
+// TestAModelNameWithAControlCharacterIsRefused: a provider/model name with a
+// control character is 400 / InvalidArgument naming model, before any upstream
+// call, on every surface (it reached the upstream, whose answer then failed as
+// Internal on gRPC: grpc-go refused the x-switchyard-target header). A name
+// outside ASCII is served, its target header %-escaped.
+func TestAModelNameWithAControlCharacterIsRefused(t *testing.T) {
+	t.Parallel()
+	g := start(t, "")
+	for _, model := range []string{"up/m\r1", "up/m\n1", "up/m\x001", "up/m\x7f1", "up/m\u00851"} {
+		t.Run(strconv.Quote(model), func(t *testing.T) {
+			before := g.up.Count()
+			req := grpcReq()
+			req.Model = model
+			_, err := pb.NewChatServiceClient(g.conn).CreateChatCompletion(context.Background(), req)
+			require.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+			st, err := pb.NewChatServiceClient(g.conn).StreamChatCompletion(context.Background(), req)
+			require.NoError(t, err)
+			_, err = st.Recv()
+			require.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+			_, err = pb.NewEmbeddingServiceClient(g.conn).CreateEmbeddings(context.Background(), &pb.CreateEmbeddingsRequest{Model: model,
+				Input: &pb.EmbeddingInput{Kind: &pb.EmbeddingInput_Text{Text: "a"}}})
+			require.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+			body, err := json.Marshal(map[string]any{"model": model, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+			require.NoError(t, err)
+			resp := post(t, g.base+"/chat/completions", string(body))
+			require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+			require.Equal(t, before, g.up.Count(), "no upstream call")
+		})
+	}
+	t.Run("a name outside ASCII", func(t *testing.T) {
+		req := grpcReq()
+		req.Model = "up/modèle-100%"
+		var hdr metadata.MD
+		_, err := pb.NewChatServiceClient(g.conn).CreateChatCompletion(context.Background(), req, grpc.Header(&hdr))
+		require.NoError(t, err)
+		require.Equal(t, []string{"up/mod%C3%A8le-100%25"}, hdr.Get("x-switchyard-target"))
+	})
 }

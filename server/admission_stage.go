@@ -3,10 +3,14 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -142,6 +146,10 @@ func admitRequest(ctx context.Context, req any) error {
 // tokens (prompt of them its prompt): once per call, before any upstream call.
 // The master key passes both.
 func admitModel(ctx context.Context, model string, est, prompt int) error {
+	if i := strings.IndexFunc(model, unicode.IsControl); i >= 0 {
+		c, _ := utf8.DecodeRuneInString(model[i:])
+		return invalidRequest("model", fmt.Sprintf("a model name has no control characters (%q at byte %d)", c, i))
+	}
 	a := admissionOf(ctx)
 	if a == nil || a.done {
 		return nil

@@ -78,13 +78,38 @@ func (r *report) answeredBy(ctx context.Context, route router.Route) {
 }
 
 // setTarget notes the target that answered (or failed last) and returns its
-// name ("" for none).
+// name as a header value ("" for none; see headerText).
 func (r *report) setTarget(route router.Route) string {
 	r.target, r.targetName = route, ""
 	if route.Provider != "" {
 		r.targetName = route.String()
 	}
-	return r.targetName
+	return headerText(r.targetName)
+}
+
+// headerText is s as a metadata value may carry it (printable ASCII: grpc-go
+// fails the call on anything else, after its answer was made): any other byte,
+// and %, %-escaped. A model name a provider may serve (UTF-8) names its target
+// too.
+func headerText(s string) string {
+	i := 0
+	for i < len(s) && s[i] >= 0x20 && s[i] < 0x7f && s[i] != '%' {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len(s)+16)
+	b = append(b, s[:i]...)
+	for ; i < len(s); i++ {
+		if c := s[i]; c >= 0x20 && c < 0x7f && c != '%' {
+			b = append(b, c)
+		} else {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	return string(b)
 }
 
 func reportOf(ctx context.Context) *report {
