@@ -233,9 +233,35 @@ func check(b []byte, md protoreflect.MessageDescriptor, depth, jsonDepth int) (f
 			fast, nonFinite = fast && ok, nonFinite || nf
 		case protoreflect.DoubleKind, protoreflect.FloatKind: // packed
 			nonFinite = nonFinite || notFinite(fd, typ, v)
+			fast = fast && packedWhole(fd, v)
+		default: // another packed scalar
+			fast = fast && packedWhole(fd, v)
 		}
 	}
 	return fast, nonFinite, nil
+}
+
+// packedWhole reports whether v, a packed run of fd's scalars, holds whole
+// ones: fixed-size ones fill it, and its last varint ends within it. The
+// generated decoder reads a varint cut short at the run's end on into the bytes
+// after the run (TokenList's values took the next field's first byte, then read
+// the rest of the message one byte off): such a run is left to proto.Unmarshal,
+// which refuses it.
+func packedWhole(fd protoreflect.FieldDescriptor, v []byte) bool {
+	switch fd.Kind() {
+	case protoreflect.Fixed32Kind, protoreflect.Sfixed32Kind, protoreflect.FloatKind:
+		return len(v)%4 == 0
+	case protoreflect.Fixed64Kind, protoreflect.Sfixed64Kind, protoreflect.DoubleKind:
+		return len(v)%8 == 0
+	}
+	for len(v) > 0 {
+		_, n := protowire.ConsumeVarint(v)
+		if n < 0 {
+			return false
+		}
+		v = v[n:]
+	}
+	return true
 }
 
 // jsonLevels is how many levels of JSON nesting message field fd (of a

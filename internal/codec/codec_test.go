@@ -307,6 +307,25 @@ func deepBytes(depth int) []byte {
 
 // A field sent with another wire type than the schema's (an older or newer
 // client) is an unknown field to protobuf-go; the codec agrees.
+// packedCutShort is an embeddings request whose tokens' packed run ends in a
+// varint cut short (80), followed by an unknown field: protobuf refuses it; the
+// generated decoder read the varint on into the next field (2304) and the rest
+// one byte off, and the codec let it through to the upstream as other tokens.
+var packedCutShort = []byte("\x0a\x11\x1a\x0f\x0a\x01\x80\x12\x0a\x09\x01\x02\x03\x04\x05\x06\x07\x08\x09" +
+	"\x12\x11fake/text-embed-1")
+
+func TestAPackedRunCutShortIsRefusedLikeProtobufGo(t *testing.T) {
+	t.Parallel()
+	require.Error(t, proto.Unmarshal(packedCutShort, &pb.CreateEmbeddingsRequest{}))
+	require.Error(t, unmarshalAs(mem.BufferSlice{mem.SliceBuffer(packedCutShort)}, &pb.CreateEmbeddingsRequest{}))
+	whole, err := proto.Marshal(&pb.CreateEmbeddingsRequest{Model: "m",
+		Input: &pb.EmbeddingInput{Kind: &pb.EmbeddingInput_Tokens{Tokens: &pb.TokenList{Values: []int64{1, 300000, 7}}}}})
+	require.NoError(t, err)
+	got := &pb.CreateEmbeddingsRequest{}
+	require.NoError(t, unmarshalAs(mem.BufferSlice{mem.SliceBuffer(whole)}, got))
+	require.Equal(t, []int64{1, 300000, 7}, got.GetInput().GetTokens().GetValues())
+}
+
 func TestWrongWireTypeIsAnUnknownField(t *testing.T) {
 	data := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 7) // model as a varint
 	data = append(data, str(1, "up/gpt-4o")...)
@@ -346,10 +365,11 @@ func FuzzUnmarshal(f *testing.F) {
 	f.Add(field(extraField(f), deepBytes(maxDepth+5)))
 	nan, _ := proto.Marshal(&pb.ChatCompletionRequest{Model: "m", Temperature: proto.Float64(math.NaN())})
 	f.Add(nan)
+	f.Add(packedCutShort)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		// The request (what the server decodes) and the response and chunk (what the
+		// The requests (what the server decodes) and the response and chunk (what the
 		// Go client decodes).
-		for _, m := range []proto.Message{&pb.ChatCompletionRequest{}, &pb.ChatCompletion{}, &pb.ChatCompletionChunk{}} {
+		for _, m := range []proto.Message{&pb.ChatCompletionRequest{}, &pb.ChatCompletion{}, &pb.ChatCompletionChunk{}, &pb.CreateEmbeddingsRequest{}} {
 			want := m.ProtoReflect().New().Interface()
 			wantErr := proto.Unmarshal(data, want)
 			got := m.ProtoReflect().New().Interface()
